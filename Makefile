@@ -1,0 +1,43 @@
+# The two commands: `make run` and `make test`. Everything else here serves them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+MODEL_STORE := torchserve/model-store
+
+.PHONY: run test lint models bench sysdeps clean
+
+# The venv is (re)installed whenever the package metadata changes.
+$(STAMP): setup.cfg pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip wheel setuptools
+	$(BIN)/python -m pip install -q -e '.[gateway,model,dev]'
+	@touch $@
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check animation gateway torchserve tests bvh
+
+# --- model archives (torchserve/) -------------------------------------------
+models: $(STAMP)
+	@echo "models: not built yet"
+
+# --- system packages the tests need (apt, root only) ------------------------
+sysdeps:
+	@true
+
+# --- the two commands -------------------------------------------------------
+run: $(STAMP) models
+	@echo "run: not wired yet"
+
+test: $(STAMP) models sysdeps
+	$(BIN)/python -m pytest
+
+bench: $(STAMP) models
+	$(BIN)/python -m animation.bench
+
+clean:
+	rm -rf $(MODEL_STORE) var .pytest_cache

@@ -1,0 +1,68 @@
+"""A character: an AnimatedDrawings annotation folder (char_cfg.yaml, texture.png, mask.png)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+from PIL import Image
+
+from animation.skeleton import Skeleton
+
+
+@dataclass(frozen=True)
+class Character:
+    texture: np.ndarray  # (H, W, 4) uint8 RGBA
+    mask: np.ndarray  # (H, W) bool, True on the figure
+    skeleton: Skeleton
+
+    def __post_init__(self) -> None:
+        if self.texture.ndim != 3 or self.texture.shape[2] != 4 or self.texture.dtype != np.uint8:
+            raise ValueError(
+                f"texture must be (H, W, 4) uint8, got {self.texture.shape} {self.texture.dtype}"
+            )
+        if self.mask.shape != self.texture.shape[:2]:
+            raise ValueError(
+                f"mask {self.mask.shape} does not match texture {self.texture.shape[:2]}"
+            )
+        if not self.mask.any():
+            raise ValueError("mask is empty")
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) in pixels."""
+        return self.texture.shape[1], self.texture.shape[0]
+
+
+def load_character(folder: str | Path) -> Character:
+    """Read an annotation folder; a missing or malformed file raises ValueError naming it."""
+    folder = Path(folder)
+    cfg_path = folder / "char_cfg.yaml"
+    try:
+        cfg = yaml.safe_load(cfg_path.read_text())
+        skeleton = Skeleton.from_char_cfg(cfg["skeleton"])
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{cfg_path}: {exc}") from exc
+    try:
+        texture = np.asarray(Image.open(folder / "texture.png").convert("RGBA"))
+        mask = np.asarray(Image.open(folder / "mask.png").convert("L")) > 127
+    except OSError as exc:
+        raise ValueError(f"{folder}: {exc}") from exc
+    if mask.shape != texture.shape[:2]:
+        # Some tools save the mask at another scale; resample it onto the texture.
+        mask = np.asarray(Image.fromarray(mask.astype(np.uint8) * 255).resize(
+            (texture.shape[1], texture.shape[0]), Image.NEAREST)) > 127  # fmt: skip
+    return Character(texture=texture, mask=mask, skeleton=skeleton)
+
+
+def save_character(character: Character, folder: str | Path) -> None:
+    """Write an annotation folder that AnimatedDrawings' tools can read."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    width, height = character.size
+    cfg = {"width": width, "height": height, "skeleton": character.skeleton.to_char_cfg()}
+    (folder / "char_cfg.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    Image.fromarray(character.texture).save(folder / "texture.png")
+    Image.fromarray(character.mask.astype(np.uint8) * 255).save(folder / "mask.png")

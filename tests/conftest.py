@@ -1,0 +1,1 @@
+"""Shared fixtures: real servers started on loopback for the integration tests."""
