@@ -1,0 +1,344 @@
+"""Reading BVH motion capture files and forward kinematics over all frames at once.
+
+A BVH file is a joint hierarchy (offsets, channels per joint) followed by a table of
+channel values, one row per frame. `End Site` blocks become joints with no channels
+(named `<parent>_End`), so the tip of the head or of a hand has a position too.
+
+Conventions followed (those of the common writers: Blender, MotionBuilder, CMU):
+- a joint's rotation channels compose in the order they are listed (intrinsic), so
+  `Zrotation Xrotation Yrotation` means R = Rz @ Rx @ Ry, angles in degrees;
+- a joint's position channels replace the matching components of its OFFSET
+  (a root with `Xposition ...` moves to those coordinates);
+- world = parent_world_rotation @ (local_translation) + parent_world_position.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+CHANNEL_NAMES = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation")
+_CHANNEL_CANON = {c.lower(): c for c in CHANNEL_NAMES}
+_AXIS = {"X": 0, "Y": 1, "Z": 2}
+MAX_BVH_BYTES = 64 * 1024 * 1024  # a long mocap take is a few MB; refuse anything absurd
+
+
+class BVHError(ValueError):
+    """A malformed BVH file; the message reads `<source>:<line>: what is wrong`."""
+
+
+@dataclass(frozen=True)
+class BVH:
+    """A parsed BVH file. Joints are in file order, so a parent precedes its children."""
+
+    names: tuple[str, ...]
+    parents: np.ndarray  # (J,) int64, -1 for the root
+    offsets: np.ndarray  # (J, 3) float64, in the file's units
+    channels: tuple[tuple[str, ...], ...]  # per joint, canonical names from CHANNEL_NAMES
+    frame_time: float  # seconds per frame
+    motion: np.ndarray  # (F, C) float64, C = total channel count
+    source: str = "<bvh>"
+
+    @property
+    def n_frames(self) -> int:
+        return int(self.motion.shape[0])
+
+    @property
+    def fps(self) -> float:
+        return 1.0 / self.frame_time
+
+    @property
+    def channel_start(self) -> np.ndarray:
+        """Column of each joint's first channel in `motion`."""
+        counts = np.array([len(c) for c in self.channels], dtype=np.int64)
+        return np.concatenate([[0], np.cumsum(counts)[:-1]])
+
+    def index(self, name: str) -> int:
+        return self.names.index(name)
+
+    def is_end_site(self, j: int) -> bool:
+        return not self.channels[j] and self.names[j].endswith("_End")
+
+    def children(self, j: int) -> list[int]:
+        return [int(i) for i in np.flatnonzero(self.parents == j)]
+
+    def trimmed(self, start: int = 0, end: int | None = None) -> BVH:
+        """The same skeleton with frames [start, end) only."""
+        motion = self.motion[start:end]
+        if motion.shape[0] < 1:
+            raise BVHError(f"{self.source}: frame range [{start}, {end}) selects no frames")
+        return BVH(self.names, self.parents, self.offsets, self.channels, self.frame_time,
+                   motion, self.source)  # fmt: skip
+
+
+def _tokens(lines: list[str], first: int, last: int) -> list[tuple[str, int]]:
+    """Whitespace tokens of lines[first:last] with 1-based line numbers; braces stand alone."""
+    out = []
+    for i in range(first, last):
+        for tok in re.sub(r"([{}])", r" \1 ", lines[i]).split():
+            out.append((tok, i + 1))
+    return out
+
+
+def _number(tok: str, line: int, source: str, what: str) -> float:
+    try:
+        value = float(tok)
+    except ValueError:
+        raise BVHError(f"{source}:{line}: {what} is not a number: {tok!r}") from None
+    if not np.isfinite(value):
+        raise BVHError(f"{source}:{line}: {what} is not finite: {tok!r}")
+    return value
+
+
+def _parse_hierarchy(toks: list[tuple[str, int]], source: str, end_line: int):
+    names: list[str] = []
+    parents: list[int] = []
+    offsets: list[list[float]] = []
+    channels: list[tuple[str, ...]] = []
+    pos = 0
+
+    def take(expect: str | None = None) -> tuple[str, int]:
+        nonlocal pos
+        if pos >= len(toks):
+            what = f"expected {expect!r}" if expect else "unexpected end of hierarchy"
+            raise BVHError(f"{source}:{end_line}: {what} before MOTION (unbalanced braces?)")
+        tok, line = toks[pos]
+        if expect is not None and tok.upper() != expect.upper():
+            raise BVHError(f"{source}:{line}: expected {expect!r}, found {tok!r}")
+        pos += 1
+        return tok, line
+
+    def joint(parent: int, end_site: bool) -> None:
+        # The name runs up to the opening brace (a few writers put spaces in names).
+        name_parts = []
+        while pos < len(toks) and toks[pos][0] != "{":
+            name_parts.append(take()[0])
+        if not end_site and not name_parts:
+            raise BVHError(f"{source}:{toks[pos - 1][1]}: joint without a name")
+        name = f"{names[parent]}_End" if end_site else " ".join(name_parts)
+        take("{")
+        index = len(names)
+        names.append(name)
+        parents.append(parent)
+        offsets.append([0.0, 0.0, 0.0])
+        channels.append(())
+        seen_offset = False
+        while True:
+            tok, line = take()
+            key = tok.upper()
+            if key == "}":
+                break
+            if key == "OFFSET":
+                offsets[index] = [_number(take()[0], line, source, "OFFSET") for _ in range(3)]
+                seen_offset = True
+            elif key == "CHANNELS" and not end_site:
+                count_tok, _ = take()
+                count = _number(count_tok, line, source, "channel count")
+                if count != int(count) or not 0 <= count <= 6:
+                    raise BVHError(f"{source}:{line}: bad channel count {count_tok!r}")
+                chans = []
+                for _ in range(int(count)):
+                    ctok, cline = take()
+                    canon = _CHANNEL_CANON.get(ctok.lower())
+                    if canon is None:
+                        raise BVHError(f"{source}:{cline}: unknown channel {ctok!r}")
+                    chans.append(canon)
+                if len(set(chans)) != len(chans):
+                    raise BVHError(f"{source}:{line}: repeated channel in {' '.join(chans)}")
+                channels[index] = tuple(chans)
+            elif key == "JOINT" and not end_site:
+                joint(index, end_site=False)
+            elif key == "END" and not end_site:
+                take("Site")
+                joint(index, end_site=True)
+            else:
+                raise BVHError(f"{source}:{line}: unexpected {tok!r} in joint {name!r}")
+        if not seen_offset:
+            raise BVHError(f"{source}:{toks[pos - 1][1]}: joint {name!r} has no OFFSET")
+
+    tok, line = take("ROOT")
+    joint(-1, end_site=False)
+    if pos < len(toks):
+        tok, line = toks[pos]
+        raise BVHError(f"{source}:{line}: unexpected {tok!r} after the root joint")
+    return names, parents, offsets, channels
+
+
+def parse_bvh(text: str, source: str = "<bvh>") -> BVH:
+    """Parse BVH text; anything malformed raises BVHError naming the line."""
+    lines = text.splitlines()
+    first = next((i for i, s in enumerate(lines) if s.strip()), None)
+    if first is None or lines[first].strip().upper() != "HIERARCHY":
+        raise BVHError(f"{source}:{(first or 0) + 1}: expected 'HIERARCHY'")
+    motion_at = next((i for i, s in enumerate(lines) if s.strip().upper() == "MOTION"), None)
+    if motion_at is None:
+        raise BVHError(f"{source}:{len(lines)}: no MOTION section (truncated file?)")
+    names, parents, offsets, channels = _parse_hierarchy(
+        _tokens(lines, first + 1, motion_at), source, motion_at + 1
+    )
+
+    # MOTION header: "Frames: N" and "Frame Time: t", then one row per frame.
+    header = {}
+    i = motion_at + 1
+    for key in ("frames", "frame time"):
+        while i < len(lines) and not lines[i].strip():
+            i += 1
+        if i >= len(lines):
+            raise BVHError(f"{source}:{i}: missing '{key.title()}:' line (truncated file?)")
+        label, _, value = lines[i].partition(":")
+        if label.strip().lower() != key:
+            raise BVHError(f"{source}:{i + 1}: expected '{key.title()}:', found {lines[i]!r}")
+        header[key] = (_number(value.strip(), i + 1, source, key), i + 1)
+        i += 1
+    n_frames, frames_line = header["frames"]
+    frame_time, time_line = header["frame time"]
+    if n_frames != int(n_frames) or n_frames < 1:
+        raise BVHError(f"{source}:{frames_line}: frame count must be a positive integer")
+    if frame_time <= 0:
+        raise BVHError(f"{source}:{time_line}: frame time must be positive")
+    n_frames = int(n_frames)
+
+    n_channels = sum(len(c) for c in channels)
+    rows = [(k + 1, s) for k, s in enumerate(lines[i:], start=i) if s.strip()]
+    if len(rows) < n_frames:
+        raise BVHError(
+            f"{source}:{len(lines)}: {len(rows)} frame rows, header says {n_frames} (truncated?)"
+        )
+    if len(rows) > n_frames:
+        raise BVHError(f"{source}:{rows[n_frames][0]}: more frame rows than 'Frames: {n_frames}'")
+    motion = np.empty((n_frames, n_channels), dtype=np.float64)
+    for f, (line_no, row) in enumerate(rows):
+        values = row.split()
+        if len(values) != n_channels:
+            raise BVHError(
+                f"{source}:{line_no}: frame {f} has {len(values)} values, expected {n_channels}"
+            )
+        try:
+            motion[f] = np.array(values, dtype=np.float64)
+        except ValueError:
+            bad = next(v for v in values if not _is_float(v))
+            raise BVHError(f"{source}:{line_no}: not a number in frame {f}: {bad!r}") from None
+    if not np.all(np.isfinite(motion)):
+        bad_row = int(np.flatnonzero(~np.all(np.isfinite(motion), axis=1))[0])
+        raise BVHError(f"{source}:{rows[bad_row][0]}: non-finite value in frame {bad_row}")
+    return BVH(
+        names=tuple(names),
+        parents=np.array(parents, dtype=np.int64),
+        offsets=np.array(offsets, dtype=np.float64),
+        channels=tuple(channels),
+        frame_time=float(frame_time),
+        motion=motion,
+        source=source,
+    )
+
+
+def _is_float(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def load_bvh(path: str | Path) -> BVH:
+    """Read and parse a BVH file; unreadable or malformed files raise BVHError."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_BVH_BYTES:
+            raise BVHError(f"{path}:1: file larger than {MAX_BVH_BYTES} bytes")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise BVHError(f"{path}:0: cannot read: {exc.strerror or exc}") from exc
+    return parse_bvh(text, source=str(path))
+
+
+def _axis_rotations(axis: int, degrees: np.ndarray) -> np.ndarray:
+    """(F, 3, 3) rotation matrices about one coordinate axis."""
+    a = np.radians(degrees)
+    c, s = np.cos(a), np.sin(a)
+    m = np.zeros((a.shape[0], 3, 3))
+    i, j = [k for k in range(3) if k != axis]
+    m[:, axis, axis] = 1.0
+    m[:, i, i] = c
+    m[:, j, j] = c
+    m[:, j, i] = s
+    m[:, i, j] = -s
+    return m
+
+
+def local_transforms(bvh: BVH) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame local rotations (F, J, 3, 3) and translations (F, J, 3) of every joint."""
+    n_frames, n_joints = bvh.n_frames, len(bvh.names)
+    rot = np.broadcast_to(np.eye(3), (n_frames, n_joints, 3, 3)).copy()
+    trans = np.broadcast_to(bvh.offsets, (n_frames, n_joints, 3)).copy()
+    for j, (chans, start) in enumerate(zip(bvh.channels, bvh.channel_start, strict=True)):
+        for k, chan in enumerate(chans):
+            values = bvh.motion[:, start + k]
+            axis = _AXIS[chan[0]]
+            if chan.endswith("position"):
+                trans[:, j, axis] = values
+            else:
+                rot[:, j] = rot[:, j] @ _axis_rotations(axis, values)
+    return rot, trans
+
+
+def forward_kinematics(bvh: BVH) -> np.ndarray:
+    """World positions (F, J, 3) of every joint in every frame, in the file's units.
+
+    Loops over joints only (tens), each step vectorised over all frames.
+    """
+    rot, trans = local_transforms(bvh)
+    world_rot = np.empty_like(rot)
+    world_pos = np.empty_like(trans)
+    for j, p in enumerate(bvh.parents):
+        if p < 0:
+            world_rot[:, j] = rot[:, j]
+            world_pos[:, j] = trans[:, j]
+        else:
+            world_rot[:, j] = world_rot[:, p] @ rot[:, j]
+            world_pos[:, j] = world_pos[:, p] + np.einsum(
+                "fab,fb->fa", world_rot[:, p], trans[:, j]
+            )
+    return world_pos
+
+
+def rest_positions(bvh: BVH) -> np.ndarray:
+    """World positions (J, 3) of the rest pose: offsets only, no rotation, root at its OFFSET."""
+    pos = np.zeros((len(bvh.names), 3))
+    for j, p in enumerate(bvh.parents):
+        pos[j] = bvh.offsets[j] + (pos[p] if p >= 0 else 0.0)
+    return pos
+
+
+def format_bvh(bvh: BVH, decimals: int = 4) -> str:
+    """BVH text for `bvh`; parse_bvh(format_bvh(b)) reproduces b to `decimals` places."""
+    out = ["HIERARCHY"]
+
+    def num(v: float) -> str:
+        s = f"{v:.{decimals}f}"
+        return "0." + "0" * decimals if s == "-0." + "0" * decimals else s
+
+    def write(j: int, depth: int) -> None:
+        pad = "\t" * depth
+        if bvh.is_end_site(j):
+            out.append(f"{pad}End Site")
+        else:
+            out.append(f"{pad}{'ROOT' if bvh.parents[j] < 0 else 'JOINT'} {bvh.names[j]}")
+        out.append(f"{pad}{{")
+        out.append(f"{pad}\tOFFSET {' '.join(num(v) for v in bvh.offsets[j])}")
+        if not bvh.is_end_site(j):
+            chans = bvh.channels[j]
+            out.append(f"{pad}\tCHANNELS {len(chans)} {' '.join(chans)}".rstrip())
+        for c in bvh.children(j):
+            write(c, depth + 1)
+        out.append(f"{pad}}}")
+
+    write(0, 0)
+    out.append("MOTION")
+    out.append(f"Frames: {bvh.n_frames}")
+    out.append(f"Frame Time: {bvh.frame_time:.6f}")
+    out.extend(" ".join(num(v) for v in row) for row in bvh.motion)
+    return "\n".join(out) + "\n"
