@@ -1,0 +1,119 @@
+"""Build the two TorchServe archives (.mar) from the repository: handler + model code + weights.
+
+    python -m torchserve.build_archives [--weights-dir DIR] [--model-store DIR] [NAME ...]
+
+`make models` calls this once per archive whose sources changed. Each archive carries the
+`torchserve.handlers` and `torchserve.model` packages, so it runs on a TorchServe that has
+only torch installed (the Docker image), not just from this checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent  # torchserve/
+VERSION = "1.0"
+# The packages an archive needs at run time; training and data generation stay out.
+RUNTIME_PACKAGES = ("handlers", "model")
+
+
+@dataclass(frozen=True)
+class Archive:
+    name: str  # the TorchServe model name, as in AnimatedDrawings
+    handler: str  # file in torchserve/handlers/
+    weights: str  # file in the weights directory
+
+
+ARCHIVES = {
+    archive.name: archive
+    for archive in (
+        Archive("drawn_humanoid_detector", "detector_handler.py", "detector.pt"),
+        Archive("drawn_humanoid_pose_estimator", "pose_handler.py", "pose.pt"),
+    )
+}
+
+
+def stage_code(into: Path) -> Path:
+    """Copy the runtime Python packages into `into`/torchserve (sources only, no caches)."""
+    root = into / "torchserve"
+    root.mkdir(parents=True)
+    shutil.copy2(PACKAGE / "__init__.py", root / "__init__.py")
+    for package in RUNTIME_PACKAGES:
+        shutil.copytree(
+            PACKAGE / package,
+            root / package,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pt"),
+        )
+    return into
+
+
+def archiver_command() -> str:
+    """torch-model-archiver from the running interpreter's environment, else from PATH."""
+    beside = Path(sys.executable).with_name("torch-model-archiver")
+    found = str(beside) if beside.exists() else shutil.which("torch-model-archiver")
+    if found is None:
+        raise SystemExit(
+            "build_archives: torch-model-archiver not found (pip install -e '.[model]')"
+        )
+    return found
+
+
+def build(archive: Archive, weights_dir: Path, model_store: Path) -> Path:
+    """Write `model_store`/<name>.mar, replacing an older one only once the new one is complete."""
+    weights = weights_dir / archive.weights
+    if not weights.is_file():
+        raise SystemExit(
+            f"build_archives: missing weights {weights} (train them or pass --weights-dir)"
+        )
+    model_store.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mar-") as scratch:
+        scratch_dir = Path(scratch)
+        code = stage_code(scratch_dir / "code")
+        export = scratch_dir / "export"
+        export.mkdir()
+        command = [
+            archiver_command(),
+            "--model-name",
+            archive.name,
+            "--version",
+            VERSION,
+            "--handler",
+            str(PACKAGE / "handlers" / archive.handler),
+            "--serialized-file",
+            str(weights),
+            "--extra-files",
+            str(code),
+            "--export-path",
+            str(export),
+        ]
+        # The archiver assembles in $TMPDIR/<model name>: a private TMPDIR lets builds run at once.
+        env = {**os.environ, "TMPDIR": str(scratch_dir)}
+        subprocess.run(command, check=True, env=env)
+        target = model_store / f"{archive.name}.mar"
+        shutil.move(export / target.name, target.with_suffix(".mar.part"))
+        target.with_suffix(".mar.part").replace(target)
+    return target
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"any of {', '.join(ARCHIVES)}")
+    parser.add_argument("--weights-dir", type=Path, default=PACKAGE / "weights")
+    parser.add_argument("--model-store", type=Path, default=PACKAGE / "model-store")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.names) - set(ARCHIVES))
+    if unknown:
+        parser.error(f"unknown archive {', '.join(unknown)}; known: {', '.join(ARCHIVES)}")
+    for name in args.names or ARCHIVES:
+        print(f"built {build(ARCHIVES[name], args.weights_dir, args.model_store)}")
+
+
+if __name__ == "__main__":
+    main()

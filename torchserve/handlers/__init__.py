@@ -1,0 +1,1 @@
+"""TorchServe handlers: one module per served model, sharing `base` and `images`."""
