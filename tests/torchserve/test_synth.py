@@ -1,0 +1,111 @@
+"""The synthetic drawing generator: deterministic, labels consistent, styles honoured."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from torchserve.synth import HELD_OUT_STYLES, STYLE_AXES, Sample, generate, generate_batch
+from torchserve.synth.__main__ import main as synth_cli
+
+SEEDS = range(40)
+
+
+@pytest.fixture(scope="module")
+def samples() -> list[Sample]:
+    return generate_batch(SEEDS, size=320)
+
+
+def test_same_seed_same_bytes():
+    for seed in (0, 17, 123456):
+        a = generate(seed, exclude=HELD_OUT_STYLES)
+        b = generate(seed, exclude=HELD_OUT_STYLES)
+        assert a.image.tobytes() == b.image.tobytes()
+        assert a.keypoints.tobytes() == b.keypoints.tobytes()
+        assert a.bbox.tobytes() == b.bbox.tobytes()
+        assert a.mask.tobytes() == b.mask.tobytes()
+        assert a.style == b.style
+
+
+def test_different_seeds_differ():
+    a, b = generate(1, size=256), generate(2, size=256)
+    assert a.image.shape != b.image.shape or not np.array_equal(a.image, b.image)
+    assert not np.allclose(a.keypoints, b.keypoints)
+
+
+def test_types_and_shapes(samples):
+    for s in samples:
+        h, w = s.image.shape[:2]
+        assert s.image.dtype == np.uint8 and s.image.shape == (h, w, 3)
+        assert s.image.flags.c_contiguous
+        assert s.bbox.dtype == np.float32 and s.bbox.shape == (4,)
+        assert s.keypoints.dtype == np.float32 and s.keypoints.shape == (17, 3)
+        assert s.mask.dtype == bool and s.mask.shape == (h, w)
+        assert set(s.style) == set(STYLE_AXES)
+        assert max(h, w) == 320
+
+
+def test_labels_inside_image_and_box_encloses_figure(samples):
+    for s in samples:
+        h, w = s.mask.shape
+        x1, y1, x2, y2 = s.bbox
+        assert 0 <= x1 < x2 <= w and 0 <= y1 < y2 <= h
+        visible = s.keypoints[s.keypoints[:, 2] > 0]
+        assert len(visible) >= 1
+        assert (visible[:, 0] >= x1).all() and (visible[:, 0] <= x2).all()
+        assert (visible[:, 1] >= y1).all() and (visible[:, 1] <= y2).all()
+        ys, xs = np.nonzero(s.mask)
+        assert len(xs) > 50, "the figure has drawn pixels"
+        assert xs.min() >= x1 and xs.max() < x2 and ys.min() >= y1 and ys.max() < y2
+        # Tight: the box is the figure's extent, not the page.
+        assert xs.min() - x1 <= 1 or visible[:, 0].min() - x1 <= 1
+        assert x2 - xs.max() <= 2 or x2 - visible[:, 0].max() <= 1
+
+
+def test_joints_sit_on_the_figure(samples):
+    """Left/right follow the figure's own sides; the head is above the hips and ankles."""
+    for s in samples:
+        kp = s.keypoints[:, :2]
+        head_y = kp[:5, 1].mean()
+        assert head_y < kp[11:13, 1].mean() < kp[15:17, 1].mean() + 1e-3
+        # The figure faces the viewer: its left eye is on the image's right (small tilt allowed).
+        assert kp[1, 0] > kp[2, 0]
+
+
+def test_size_forms():
+    assert generate(3, size=(240, 400)).image.shape == (240, 400, 3)
+    assert max(generate(3, size=500).image.shape[:2]) == 500
+    longer = [max(generate(s).image.shape[:2]) for s in range(12)]
+    assert all(320 <= v <= 1000 for v in longer) and len(set(longer)) > 3
+    with pytest.raises(ValueError):
+        generate(0, size=5)
+
+
+def test_exclude_and_only_honoured():
+    seeds = range(200, 260)
+    trained = generate_batch(seeds, size=96, exclude=HELD_OUT_STYLES)
+    for axis, value in HELD_OUT_STYLES.items():
+        assert all(s.style[axis] != value for s in trained)
+        assert len({s.style[axis] for s in trained}) >= len(STYLE_AXES[axis]) - 2
+    held = generate_batch(range(30), size=96, only=HELD_OUT_STYLES)
+    assert all(all(s.style[a] == v for a, v in HELD_OUT_STYLES.items()) for s in held)
+
+
+def test_bad_style_names_rejected():
+    with pytest.raises(ValueError, match="paper"):
+        generate(0, only={"paper": "papyrus"})
+    with pytest.raises(ValueError, match="axis"):
+        generate(0, exclude={"colour": "red"})
+
+
+def test_contact_sheet_cli(tmp_path):
+    out = tmp_path / "sheet.png"
+    assert (
+        synth_cli(["sheet", "--out", str(out), "--count", "4", "--size", "200", "--held-out"]) == 0
+    )
+    with Image.open(out) as img:
+        assert img.format == "PNG" and img.width >= 4 * 64
+        pixels = np.asarray(img.convert("RGB"))
+    # The labels are drawn on: the bbox green appears.
+    assert ((pixels[..., 1] > 200) & (pixels[..., 0] < 40) & (pixels[..., 2] < 40)).any()

@@ -1,0 +1,113 @@
+"""How a parent photographs the drawing: light, shadow, angle, table, blur, noise, JPEG."""
+
+from __future__ import annotations
+
+import functools
+
+import cv2
+import numpy as np
+
+from .ink import texture_crop
+
+TABLES = [
+    (150, 105, 65),
+    (185, 140, 95),
+    (110, 75, 45),
+    (200, 200, 195),
+    (90, 90, 95),
+    (235, 235, 230),
+    (60, 55, 50),
+]
+
+# How far from a flat, square-on scan each kind of photo strays.
+PHOTO = {
+    # rotation deg, corner jitter (fraction of side), zoom range, light strength, shadow chance
+    "scan": (1.5, 0.005, (0.98, 1.04), 0.04, 0.0),
+    "flat": (6.0, 0.025, (0.9, 1.08), 0.15, 0.35),
+    "angled": (12.0, 0.07, (0.78, 1.02), 0.3, 0.5),
+}
+
+
+@functools.cache
+def sensor_noise() -> np.ndarray:
+    return np.random.default_rng(777).standard_normal((1024, 1024)).astype(np.float32)
+
+
+def light(rng: np.random.Generator, img: np.ndarray, photo: str) -> None:
+    """Uneven light, a colour cast, a soft shadow and sensor noise, in place (float 0..1)."""
+    h, w = img.shape[:2]
+    strength, shadow_p = PHOTO[photo][3], PHOTO[photo][4]
+    # Lighting varies slowly: compute it on a coarse grid and upsample.
+    gh, gw = 48, 48
+    coarse = 1.0 + rng.uniform(-strength, strength * 0.3, (3, 3)).astype(np.float32)
+    field = cv2.resize(coarse, (gw, gh), interpolation=cv2.INTER_CUBIC)
+    if rng.random() < shadow_p:
+        shade = np.zeros((gh, gw), np.float32)
+        # A shadow of the phone or a hand reaching in from one edge.
+        edge = int(rng.integers(4))
+        depth = rng.uniform(0.15, 0.5)
+        a, b = sorted(rng.uniform(0, 1, 2))
+        pts = np.array(
+            [
+                (a, 0),
+                (b, 0),
+                (b + rng.uniform(-0.2, 0.2), depth),
+                (a + rng.uniform(-0.2, 0.2), depth),
+            ]
+        )
+        pts = pts if edge < 2 else pts[:, ::-1]
+        if edge % 2:
+            pts = 1 - pts
+        cv2.fillPoly(shade, [np.round(pts * (gw - 1, gh - 1)).astype(np.int32)], 1.0)
+        shade = cv2.GaussianBlur(shade, (0, 0), rng.uniform(1.5, 5))
+        field *= 1.0 - shade * rng.uniform(0.15, 0.45)
+    field = cv2.resize(field, (w, h), interpolation=cv2.INTER_LINEAR)
+    tint = np.float32([1.0, 1.0, 1.0]) + rng.normal(0, 0.03, 3).astype(np.float32)
+    tint *= rng.uniform(0.82, 1.02)
+    noise = texture_crop(rng, sensor_noise(), h, w) * np.float32(rng.uniform(0.004, 0.025))
+    img *= field[..., None] * tint
+    img += noise[..., None]
+
+
+def homography(rng: np.random.Generator, h: int, w: int, photo: str) -> np.ndarray:
+    """Where the camera puts the sheet: rotation, zoom, shift and perspective."""
+    rot, jitter, zoom, _, _ = PHOTO[photo]
+    theta = np.radians(rng.uniform(-rot, rot))
+    s = rng.uniform(*zoom)
+    corners = np.float32([(0, 0), (w, 0), (w, h), (0, h)])
+    centre = np.float32([w / 2, h / 2])
+    c, si = np.cos(theta), np.sin(theta)
+    rotated = (corners - centre) @ np.float32([[c, si], [-si, c]]) * s + centre
+    rotated += rng.uniform(-jitter, jitter, (4, 2)).astype(np.float32) * np.float32([w, h])
+    rotated += rng.uniform(-0.03, 0.03, 2).astype(np.float32) * np.float32([w, h])
+    return cv2.getPerspectiveTransform(corners, rotated.astype(np.float32))
+
+
+def table(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    colour = np.array(TABLES[int(rng.integers(len(TABLES)))], np.float32) + rng.normal(0, 10, 3)
+    coarse = np.clip(colour[None, None] * rng.uniform(0.75, 1.1, (2, 2, 1)), 0, 255).astype(
+        np.uint8
+    )
+    return cv2.resize(coarse, (w, h), interpolation=cv2.INTER_LINEAR)
+
+
+def shoot(rng: np.random.Generator, sheet: np.ndarray, H: np.ndarray, photo: str) -> np.ndarray:
+    """The photo of `sheet` (uint8 RGB) seen through homography H, over a table."""
+    h, w = sheet.shape[:2]
+    background = table(rng, h, w)
+    out = cv2.warpPerspective(
+        sheet, H, (w, h), dst=background, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_TRANSPARENT
+    )
+    if rng.random() < 0.45:
+        sigma = rng.uniform(0.4, 1.4) * max(h, w) / 512
+        out = cv2.GaussianBlur(out, (0, 0), sigma)
+    return out
+
+
+def jpeg(rng: np.random.Generator, img: np.ndarray) -> np.ndarray:
+    """Round-trip through JPEG at a random quality, as a phone or a messenger would."""
+    if rng.random() < 0.3:
+        return img
+    quality = int(rng.integers(30, 96))
+    ok, buf = cv2.imencode(".jpg", img[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, quality])
+    return cv2.imdecode(buf, cv2.IMREAD_COLOR)[..., ::-1]

@@ -1,0 +1,454 @@
+"""A child's drawing of a person: a random skeleton, the shapes drawn around it, its joints.
+
+The figure is built in its own units (head centre at the origin, y down, about 1 tall),
+as a list of `Shape`s plus the 17 COCO keypoints where an annotator would click them,
+then placed on the page and drawn with inks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .ink import Ink, pick_colour
+
+# COCO keypoint order.
+NOSE, L_EYE, R_EYE, L_EAR, R_EAR = range(5)
+L_SHOULDER, R_SHOULDER, L_ELBOW, R_ELBOW, L_WRIST, R_WRIST = range(5, 11)
+L_HIP, R_HIP, L_KNEE, R_KNEE, L_ANKLE, R_ANKLE = range(11, 17)
+
+# Limb directions are angles from straight down, positive = away from the body's midline.
+# The figure faces the viewer, so its left side (+1) is the image's right (+x).
+ARM_POSES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
+    # (upper-arm angle range, forearm bend range relative to the upper arm), degrees
+    "down": ((8, 40), (-20, 25)),
+    "out": ((65, 115), (-35, 35)),
+    "up": ((125, 175), (-25, 25)),
+    "crossed": ((15, 45), (-150, -95)),
+    "hips": ((35, 70), (-110, -60)),
+    "flex": ((75, 105), (60, 100)),
+}
+LEG_POSES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
+    "together": ((0, 7), (-4, 4)),
+    "apart": ((9, 30), (-10, 10)),
+    "wide": ((30, 55), (-20, 10)),
+    "straight": ((-3, 12), (-6, 6)),
+    "kick": ((45, 95), (-90, -30)),
+}
+
+
+@dataclass
+class Shape:
+    """One thing drawn: a stroke along `points`, or a filled region inside them."""
+
+    role: str  # which ink: "line", "fill", "hair", "hat", "hat_fill", "face", "skin"
+    points: np.ndarray  # (N, 2) figure units
+    closed: bool = False
+    filled: bool = False
+    width: float = 1.0  # stroke width multiplier
+
+
+@dataclass
+class Figure:
+    keypoints: np.ndarray  # (17, 2) figure units
+    shapes: list[Shape] = field(default_factory=list)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        pts = np.concatenate([s.points for s in self.shapes] + [self.keypoints])
+        return pts.min(axis=0), pts.max(axis=0)
+
+
+def _u(rng: np.random.Generator, lo: float, hi: float) -> float:
+    return float(rng.uniform(lo, hi))
+
+
+def _dir(angle_deg: float, side: int) -> np.ndarray:
+    a = np.radians(angle_deg)
+    return np.array([np.sin(a) * side, np.cos(a)])
+
+
+def ellipse(centre, rx: float, ry: float, n: int = 28, start: float = 0.0, tilt: float = 0.0):
+    t = start + np.linspace(0, 2 * np.pi, n, endpoint=False)
+    pts = np.stack([rx * np.cos(t), ry * np.sin(t)], 1)
+    c, s = np.cos(tilt), np.sin(tilt)
+    return pts @ np.array([[c, s], [-s, c]]) + np.asarray(centre, float)
+
+
+def tube(path: np.ndarray, half_width: float, cap: bool = True) -> np.ndarray:
+    """The outline of a limb of constant thickness around a centre line."""
+    path = np.asarray(path, float)
+    d = np.gradient(path, axis=0)
+    d /= np.linalg.norm(d, axis=1, keepdims=True) + 1e-9
+    n = np.stack([-d[:, 1], d[:, 0]], 1)
+    left, right = path + n * half_width, path - n * half_width
+    if cap:
+        end_dir, end_n = d[-1], n[-1]
+        t = np.linspace(0, np.pi, 7)[1:-1]
+        arc = (
+            path[-1]
+            + np.outer(np.cos(t), end_n) * half_width
+            + np.outer(np.sin(t), end_dir) * half_width
+        )
+        return np.concatenate([left, arc, right[::-1]])
+    return np.concatenate([left, right[::-1]])
+
+
+def _limb(rng, root: np.ndarray, side: int, pose, lengths) -> tuple[np.ndarray, np.ndarray]:
+    (a_lo, a_hi), (b_lo, b_hi) = pose
+    a = _u(rng, a_lo, a_hi)
+    b = a + _u(rng, b_lo, b_hi)
+    mid = root + _dir(a, side) * lengths[0]
+    end = mid + _dir(b, side) * lengths[1]
+    return mid, end
+
+
+def _arm_poses(rng, arms: str) -> tuple[str, str]:
+    """(figure's left, figure's right) arm pose names for an `arms` style."""
+    if arms == "wave":
+        other = ["down", "out", "hips"][int(rng.integers(3))]
+        return ("up", other) if rng.random() < 0.5 else (other, "up")
+    if arms == "mixed":
+        names = list(ARM_POSES)
+        return names[int(rng.integers(len(names)))], names[int(rng.integers(len(names)))]
+    return arms, arms
+
+
+def _leg_poses(rng, legs: str) -> tuple[str, str]:
+    if legs == "step":
+        return ("apart", "straight") if rng.random() < 0.5 else ("straight", "apart")
+    if legs == "kick":
+        return ("kick", "straight") if rng.random() < 0.5 else ("straight", "kick")
+    return legs, legs
+
+
+def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
+    """A random figure in the given styles: proportions, pose, and what is drawn where."""
+    body = styles["body"]
+    kp = np.zeros((17, 2))
+    shapes: list[Shape] = []
+    tubes = body != "stick" and rng.random() < (0.45 if body == "dress" else 0.6)
+
+    # Head: children draw it big; "huge" is a head as tall as the rest of the body.
+    ry = _u(rng, 0.085, 0.13) if styles["head"] == "normal" else _u(rng, 0.15, 0.26)
+    rx = ry * _u(rng, 0.78, 1.15)
+    head_tilt = np.radians(_u(rng, -12, 12))
+    shapes.append(Shape("line", ellipse((0, 0), rx, ry, 30, _u(rng, 0, 6.3), head_tilt), True))
+    rot = np.array(
+        [[np.cos(head_tilt), np.sin(head_tilt)], [-np.sin(head_tilt), np.cos(head_tilt)]]
+    )
+
+    # Face keypoints where an annotator clicks them; the drawn face is near, not on, them.
+    ex, ey = _u(rng, 0.25, 0.45) * rx, _u(rng, -0.3, 0.05) * ry
+    face = np.array(
+        [
+            (_u(rng, -0.08, 0.08) * rx, _u(rng, 0.08, 0.35) * ry),  # nose: centre-lower
+            (ex, ey),
+            (-ex * _u(rng, 0.85, 1.15), ey + _u(rng, -0.04, 0.04) * ry),
+            (_u(rng, 0.88, 1.0) * rx, _u(rng, -0.15, 0.15) * ry),
+            (-_u(rng, 0.88, 1.0) * rx, _u(rng, -0.15, 0.15) * ry),
+        ]
+    )
+    kp[:5] = face @ rot
+    eye_r = _u(rng, 0.06, 0.2) * rx
+    for i in (L_EYE, R_EYE):
+        c = kp[i] + rng.normal(0, 0.03 * rx, 2)
+        if rng.random() < 0.6:
+            shapes.append(
+                Shape("face", ellipse(c, eye_r, eye_r * _u(rng, 0.8, 1.3), 10), True, True)
+            )
+        else:
+            shapes.append(Shape("face", ellipse(c, eye_r, eye_r, 10), True, False, 0.7))
+    if rng.random() < 0.4:  # a nose
+        n = kp[NOSE]
+        shapes.append(Shape("face", np.array([n + (0, -0.12 * ry), n + (0.04 * rx, 0)]), width=0.7))
+    mouth_y = kp[NOSE, 1] + _u(rng, 0.15, 0.35) * ry
+    if mouth_y < ry * 0.85:
+        t = np.linspace(0.15 * np.pi, 0.85 * np.pi, 8)
+        mw = _u(rng, 0.25, 0.55) * rx
+        mouth = np.stack([np.cos(t) * mw, np.sin(t) * mw * _u(rng, 0.2, 0.7) + mouth_y], 1)
+        shapes.append(Shape("face", mouth @ rot, width=0.8))
+    if rng.random() < 0.25:  # ears drawn as bumps
+        for i, side in ((L_EAR, 1), (R_EAR, -1)):
+            c = kp[i] + (side * 0.08 * rx, 0)
+            shapes.append(Shape("line", ellipse(c, 0.12 * rx, 0.2 * ry, 10), True))
+
+    _hair_and_hat(rng, styles, rx, ry, head_tilt, shapes)
+
+    # Neck, shoulders, torso.
+    neck = {"none": 0.0, "short": _u(rng, 0.02, 0.05), "long": _u(rng, 0.05, 0.1)}[styles["neck"]]
+    neck_top = np.array([0.0, ry]) @ rot
+    if body == "stick":
+        sw = _u(rng, 0.0, 0.035)
+        y_sh = neck_top[1] + neck + _u(rng, 0.0, 0.07)
+        hw = _u(rng, 0.0, 0.05)
+    else:
+        sw = _u(rng, 0.07, 0.18) * (1.0 if styles["head"] == "normal" else _u(rng, 0.7, 1.2))
+        y_sh = neck_top[1] + neck + _u(rng, 0.0, 0.02)
+        hw = sw * _u(rng, 0.45, 0.95)
+    torso = _u(rng, 0.2, 0.36)
+    lean = _u(rng, -0.06, 0.06)
+    x_sh = neck_top[0] + _u(rng, -0.02, 0.02)
+    kp[L_SHOULDER], kp[R_SHOULDER] = (x_sh + sw, y_sh), (x_sh - sw, y_sh)
+    y_hip = y_sh + torso
+    kp[L_HIP], kp[R_HIP] = (x_sh + lean + hw, y_hip), (x_sh + lean - hw, y_hip)
+    if neck > 0:
+        shapes.append(Shape("line", np.array([neck_top, (x_sh, y_sh)])))
+
+    # Limbs.
+    arm = (_u(rng, 0.12, 0.21), _u(rng, 0.1, 0.19))
+    leg = (_u(rng, 0.16, 0.27), _u(rng, 0.14, 0.26))
+    limb_w = _u(rng, 0.015, 0.035)
+    arm_poses = _arm_poses(rng, styles["arms"])
+    for (s_i, e_i, w_i, side), pose in zip(
+        ((L_SHOULDER, L_ELBOW, L_WRIST, 1), (R_SHOULDER, R_ELBOW, R_WRIST, -1)),
+        arm_poses,
+        strict=True,
+    ):
+        kp[e_i], kp[w_i] = _limb(rng, kp[s_i], side, ARM_POSES[pose], arm)
+    for (h_i, k_i, a_i, side), pose in zip(
+        ((L_HIP, L_KNEE, L_ANKLE, 1), (R_HIP, R_KNEE, R_ANKLE, -1)),
+        _leg_poses(rng, styles["legs"]),
+        strict=True,
+    ):
+        kp[k_i], kp[a_i] = _limb(rng, kp[h_i], side, LEG_POSES[pose], leg)
+
+    _torso(rng, body, kp, neck_top, limb_w, tubes, shapes)
+    hem = _dress(rng, kp, limb_w, shapes) if body == "dress" else None
+    for s_i, e_i, w_i, side in (
+        (L_SHOULDER, L_ELBOW, L_WRIST, 1),
+        (R_SHOULDER, R_ELBOW, R_WRIST, -1),
+    ):
+        path = kp[[s_i, e_i, w_i]]
+        _draw_limb(rng, path, limb_w, tubes, body, shapes)
+        _hand(rng, styles["hands"], kp[w_i], kp[w_i] - kp[e_i], limb_w, side, shapes)
+    for h_i, k_i, a_i, side in ((L_HIP, L_KNEE, L_ANKLE, 1), (R_HIP, R_KNEE, R_ANKLE, -1)):
+        path = kp[[h_i, k_i, a_i]]
+        if hem is not None:
+            path = _below(path, hem)
+        _draw_limb(rng, path, limb_w * 1.15, tubes, body, shapes)
+        _foot(rng, kp[a_i], side, limb_w, shapes)
+    return Figure(kp, shapes)
+
+
+def _torso(rng, body, kp, neck_top, limb_w, tubes, shapes) -> None:
+    sh = (kp[L_SHOULDER] + kp[R_SHOULDER]) / 2
+    hip = (kp[L_HIP] + kp[R_HIP]) / 2
+    if body == "stick":
+        top = neck_top if rng.random() < 0.8 else sh
+        shapes.append(Shape("line", np.array([top, sh, hip])))
+        if abs(kp[L_SHOULDER, 0] - kp[R_SHOULDER, 0]) > 0.02:
+            shapes.append(Shape("line", kp[[R_SHOULDER, L_SHOULDER]]))
+        if abs(kp[L_HIP, 0] - kp[R_HIP, 0]) > 0.02:
+            shapes.append(Shape("line", kp[[R_HIP, L_HIP]]))
+        return
+    if body == "dress":
+        return
+    kind = rng.integers(3)
+    pad = limb_w * _u(rng, 0.5, 1.5)
+    top_w = abs(kp[L_SHOULDER, 0] - kp[R_SHOULDER, 0]) / 2 + pad
+    bot_w = abs(kp[L_HIP, 0] - kp[R_HIP, 0]) / 2 + pad + limb_w
+    top_y, bot_y = sh[1] - pad * 0.5, hip[1] + _u(rng, 0.0, 0.04)
+    if kind == 0:  # an oval body
+        centre = (sh + hip) / 2 + (0, (bot_y - top_y) * 0.02)
+        outline = ellipse(centre, max(top_w, bot_w) * 1.08, (bot_y - top_y) / 2 * 1.08, 26)
+    else:  # a box or trapezoid, sometimes with rounded corners
+        outline = np.array(
+            [
+                (sh[0] - top_w, top_y),
+                (sh[0] + top_w, top_y),
+                (hip[0] + bot_w, bot_y),
+                (hip[0] - bot_w, bot_y),
+            ]
+        )
+    if body == "filled":
+        shapes.append(Shape("fill", outline, True, True))
+    if body == "outline" or rng.random() < 0.7:
+        shapes.append(Shape("line", outline, True))
+    if rng.random() < 0.3:  # buttons
+        for t in np.linspace(0.25, 0.75, int(rng.integers(2, 4))):
+            c = sh + (hip - sh) * t
+            shapes.append(Shape("face", ellipse(c, limb_w * 0.5, limb_w * 0.5, 8), True, True))
+
+
+def _dress(rng, kp, limb_w, shapes) -> float:
+    """A triangle or trapezoid dress from the shoulders to a hem between hips and knees."""
+    sh = (kp[L_SHOULDER] + kp[R_SHOULDER]) / 2
+    knee_y = min(kp[L_KNEE, 1], kp[R_KNEE, 1])
+    hip_y = (kp[L_HIP, 1] + kp[R_HIP, 1]) / 2
+    hem = hip_y + (knee_y - hip_y) * _u(rng, 0.2, 0.95)
+    legs_at_hem = [
+        float(np.interp(hem, kp[[h, k], 1], kp[[h, k], 0]))
+        for h, k in ((L_HIP, L_KNEE), (R_HIP, R_KNEE))
+    ]
+    half = max(abs(x - sh[0]) for x in legs_at_hem) + limb_w * 2 + _u(rng, 0.02, 0.12)
+    top = abs(kp[L_SHOULDER, 0] - kp[R_SHOULDER, 0]) / 2 * _u(rng, 0.6, 1.1)
+    waist = (
+        []
+        if rng.random() < 0.5
+        else [(sh[0] + top * 0.7, hip_y - 0.05), (sh[0] - top * 0.7, hip_y - 0.05)]
+    )
+    right_side = [(sh[0] - top, sh[1] - 0.01)]
+    outline = np.array(
+        [(sh[0] + top, sh[1] - 0.01)]
+        + waist[:1]
+        + [(sh[0] + half, hem), (sh[0] - half, hem)]
+        + waist[1:]
+        + right_side
+    )
+    if rng.random() < 0.7:
+        shapes.append(Shape("fill", outline, True, True))
+    shapes.append(Shape("line", outline, True))
+    return hem
+
+
+def _below(path: np.ndarray, y: float) -> np.ndarray:
+    """The part of a downward limb below height `y` (what shows under a dress)."""
+    out = []
+    for a, b in zip(path[:-1], path[1:], strict=True):
+        if a[1] >= y:
+            out.append(a)
+        elif b[1] > y:
+            t = (y - a[1]) / (b[1] - a[1])
+            out.append(a + (b - a) * t)
+    out.append(path[-1])
+    return np.array(out) if len(out) >= 2 else path[-2:]
+
+
+def _draw_limb(rng, path, half_width, tubes, body, shapes) -> None:
+    if not tubes:
+        shapes.append(Shape("line", path, width=1.0))
+        return
+    outline = tube(path, half_width)
+    if body == "filled" or (body == "dress" and rng.random() < 0.3):
+        shapes.append(Shape("fill", outline, True, True))
+    shapes.append(Shape("line", outline))
+
+
+def _hand(rng, hands: str, wrist, direction, limb_w, side, shapes) -> None:
+    d = direction / (np.linalg.norm(direction) + 1e-9)
+    r = _u(rng, 0.018, 0.04)
+    if hands == "mitten":
+        c = wrist + d * r * 0.9
+        tilt = np.arctan2(d[1], d[0])
+        shapes.append(
+            Shape(
+                "line",
+                ellipse(c, r * 1.1, r * 0.85, 14, _u(rng, 0, 6), tilt),
+                True,
+                rng.random() < 0.4,
+            )
+        )
+    elif hands == "fingers":
+        n = int(rng.integers(3, 6))
+        base = np.arctan2(d[1], d[0])
+        for a in base + np.linspace(-0.9, 0.9, n):
+            shapes.append(
+                Shape(
+                    "line",
+                    np.array([wrist, wrist + np.array([np.cos(a), np.sin(a)]) * r * 1.7]),
+                    width=0.7,
+                )
+            )
+
+
+def _foot(rng, ankle, side, limb_w, shapes) -> None:
+    kind = rng.integers(4)
+    length = _u(rng, 0.03, 0.07)
+    if kind == 0:
+        return
+    facing = side if rng.random() < 0.7 else -side
+    if kind == 1:  # a short line
+        shapes.append(Shape("line", np.array([ankle, ankle + (facing * length, 0.005)])))
+    else:  # a shoe
+        c = ankle + (facing * length * 0.5, length * 0.15)
+        shapes.append(Shape("line", ellipse(c, length * 0.65, length * 0.3, 12), True, kind == 3))
+
+
+def _hair_and_hat(rng, styles, rx, ry, tilt, shapes) -> None:
+    rot = np.array([[np.cos(tilt), np.sin(tilt)], [-np.sin(tilt), np.cos(tilt)]])
+    hair = styles["hair"]
+    # Angles measured on the head outline; -pi/2 is the top.
+    if hair == "scribble":
+        t = np.linspace(-np.pi * 0.95, -np.pi * 0.05, int(rng.integers(12, 24)))
+        r = np.where(np.arange(len(t)) % 2 == 0, 1.0, _u(rng, 1.1, 1.3))
+        pts = np.stack([np.cos(t) * rx * r, np.sin(t) * ry * r], 1)
+        shapes.append(Shape("hair", pts @ rot))
+    elif hair == "spiky":
+        for a in np.linspace(-np.pi * 0.85, -np.pi * 0.15, int(rng.integers(4, 10))):
+            p = np.array([np.cos(a) * rx, np.sin(a) * ry])
+            shapes.append(Shape("hair", np.array([p, p * _u(rng, 1.25, 1.6)]) @ rot))
+    elif hair == "long":
+        for side in (1, -1):
+            t = np.linspace(-np.pi / 2, 0.0, 8)
+            arc = np.stack([side * np.cos(t) * rx * 1.1, np.sin(t) * ry * 1.1], 1)
+            drop = arc[-1] + (side * 0.02, _u(rng, 0.1, 0.35))
+            shapes.append(Shape("hair", np.concatenate([arc, [drop]]) @ rot))
+    elif hair == "curly":
+        for a in np.linspace(-np.pi * 0.95, -np.pi * 0.05, int(rng.integers(4, 8))):
+            c = np.array([np.cos(a) * rx, np.sin(a) * ry]) * 1.05
+            shapes.append(Shape("hair", ellipse(c, 0.28 * rx, 0.28 * ry, 10) @ rot, True))
+
+    hat = styles["hat"]
+    top = -ry * (1.25 if hair in ("spiky", "scribble", "curly") else 0.95)
+    if hat == "party":
+        h, w = _u(rng, 0.6, 1.1) * ry, _u(rng, 0.5, 0.8) * rx
+        pts = np.array([(-w, top + 0.15 * ry), (0, top - h), (w, top + 0.15 * ry)])
+        shapes.append(Shape("hat_fill", pts @ rot, True, True))
+        shapes.append(Shape("hat", pts @ rot, True))
+        shapes.append(
+            Shape("hat", ellipse((0, top - h - 0.08 * ry), 0.1 * rx, 0.1 * ry, 8) @ rot, True, True)
+        )
+    elif hat == "cap":
+        t = np.linspace(np.pi, 2 * np.pi, 10)
+        dome = np.stack([np.cos(t) * rx * 0.95, np.sin(t) * ry * 0.6 + top + 0.35 * ry], 1)
+        side = 1 if rng.random() < 0.5 else -1
+        brim = np.array([(side * rx * 0.95, top + 0.35 * ry), (side * rx * 1.7, top + 0.4 * ry)])
+        shapes.append(Shape("hat_fill", dome @ rot, True, True))
+        shapes.append(Shape("hat", dome @ rot, True))
+        shapes.append(Shape("hat", brim @ rot, width=1.3))
+    elif hat == "top":
+        w, h = rx * _u(rng, 0.55, 0.8), ry * _u(rng, 0.7, 1.2)
+        body = np.array([(-w, top + 0.2 * ry), (-w, top - h), (w, top - h), (w, top + 0.2 * ry)])
+        brim = np.array([(-w * 1.6, top + 0.2 * ry), (w * 1.6, top + 0.2 * ry)])
+        shapes.append(Shape("hat_fill", body @ rot, True, True))
+        shapes.append(Shape("hat", body @ rot, True))
+        shapes.append(Shape("hat", brim @ rot, width=1.3))
+
+
+def draw_figure(
+    rng: np.random.Generator,
+    figure: Figure,
+    shape: tuple[int, int],
+    medium: str,
+    scale: float,
+    to_px,
+    stroke_scale: float = 1.0,
+) -> list[Ink]:
+    """Draw a placed figure into inks (fills first, then lines); returns them in paint order."""
+    line = Ink(rng, shape, medium, pick_colour(rng, medium, dark=rng.random() < 0.6), scale)
+    line.width *= stroke_scale
+    inks = {"line": line}
+    inks["face"] = (
+        line if rng.random() < 0.7 else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
+    )
+    inks["fill"] = Ink(rng, shape, medium, pick_colour(rng, medium), scale)
+    inks["hair"] = Ink(rng, shape, medium, pick_colour(rng, medium, dark=rng.random() < 0.4), scale)
+    hat = Ink(rng, shape, medium, pick_colour(rng, medium), scale)
+    inks["hat"] = hat if rng.random() < 0.5 else line
+    inks["hat_fill"] = (
+        hat if rng.random() < 0.6 else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
+    )
+    for s in sorted(figure.shapes, key=lambda s: not s.filled):
+        ink = inks[s.role]
+        pts = to_px(s.points)
+        if s.filled:
+            ink.fill(pts)
+        else:
+            ink.stroke(pts, s.closed, ink.width * s.width)
+    order = [inks["fill"], inks["hat_fill"], inks["hat"], inks["hair"], inks["face"], line]
+    unique: list[Ink] = []
+    for ink in order:
+        if all(ink is not u for u in unique):
+            unique.append(ink)
+    return unique

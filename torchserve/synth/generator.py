@@ -1,0 +1,162 @@
+"""One labelled sample: a photographed page with a child's drawing of a person on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from . import camera
+from .figure import Figure, build_figure, draw_figure
+from .scene import Layout, decorate, paper
+from .styles import STYLE_AXES, pick_styles
+
+MIN_SIDE, MAX_SIDE = 32, 4096
+ASPECTS = (1.0, 4 / 3, 3 / 2, 16 / 9, 5 / 4)
+
+
+@dataclass(frozen=True)
+class Sample:
+    image: np.ndarray  # (H, W, 3) uint8 RGB, the "photo"
+    bbox: np.ndarray  # (4,) float32 [x1, y1, x2, y2]: tight box of the main figure, image px
+    keypoints: np.ndarray  # (17, 3) float32 [x, y, visible], COCO order, image px
+    mask: np.ndarray  # (H, W) bool: pixels of the main figure's drawing (strokes + fill)
+    style: dict[str, str]  # one value per axis of STYLE_AXES
+
+
+def _image_size(rng: np.random.Generator, size: int | tuple[int, int] | None) -> tuple[int, int]:
+    """(height, width): `size` is the longer side (aspect random) or an exact (h, w)."""
+    aspect = ASPECTS[int(rng.integers(len(ASPECTS)))]
+    portrait = rng.random() < 0.6
+    if size is None:
+        longer = int(rng.integers(320, 1001))
+    elif isinstance(size, tuple | list):
+        h, w = (int(v) for v in size)
+        if not (MIN_SIDE <= h <= MAX_SIDE and MIN_SIDE <= w <= MAX_SIDE):
+            raise ValueError(f"size {size} outside {MIN_SIDE}..{MAX_SIDE} px per side")
+        return h, w
+    else:
+        longer = int(size)
+    if not MIN_SIDE <= longer <= MAX_SIDE:
+        raise ValueError(f"size {size} outside {MIN_SIDE}..{MAX_SIDE} px")
+    shorter = max(MIN_SIDE, int(round(longer / aspect)))
+    return (longer, shorter) if portrait else (shorter, longer)
+
+
+def _tilt(rng: np.random.Generator, figure: Figure, max_deg: float) -> Figure:
+    """Children rarely draw a person perfectly upright."""
+    a = np.radians(rng.uniform(-max_deg, max_deg))
+    r = np.array([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]])
+    for s in figure.shapes:
+        s.points = s.points @ r
+    return Figure(figure.keypoints @ r, figure.shapes)
+
+
+def _placement(figure: Figure, box: tuple[float, float, float, float]):
+    """Scale-and-shift from figure units to page px that fits the figure in `box`."""
+    lo, hi = figure.bounds()
+    x0, y0, x1, y1 = box
+    k = min((x1 - x0) / (hi[0] - lo[0]), (y1 - y0) / (hi[1] - lo[1]))
+    offset = np.array([x0, y0]) + (np.array([x1 - x0, y1 - y0]) - (hi - lo) * k) / 2
+    return lambda p: (np.asarray(p) - lo) * k + offset
+
+
+def generate(
+    seed: int,
+    *,
+    size: int | tuple[int, int] | None = None,
+    exclude: dict[str, str] | None = None,
+    only: dict[str, str] | None = None,
+) -> Sample:
+    """A labelled photo of a child's drawing of a person; the same arguments, the same bytes.
+
+    size: None = random (longer side 320..1000 px, portrait or landscape); an int = the
+    longer side (aspect and orientation still random); a tuple = exact (height, width).
+    exclude: styles never produced, e.g. HELD_OUT_STYLES for training.
+    only: styles forced, e.g. HELD_OUT_STYLES for the held-out-styles evaluation.
+    """
+    rng = np.random.default_rng(seed)
+    style = pick_styles(rng, exclude, only)
+    h, w = _image_size(rng, size)
+    scale = max(h, w) / 512  # stroke widths and tremor are tuned at 512 px
+    medium = style["medium"]
+
+    figure = _tilt(rng, build_figure(rng, style), 8.0)
+    lo, hi = figure.bounds()
+    fw, fh = hi - lo
+    margin = 6 * scale + 4
+    height = rng.uniform(0.2, 0.9) * h
+    k = min(height / fh, (w - 2 * margin) / fw, (h - 2 * margin) / fh)
+    bw, bh = fw * k, fh * k
+    x0 = rng.uniform(margin, max(margin, w - margin - bw))
+    y0 = rng.uniform(margin, max(margin, h - margin - bh))
+    fig_box = (x0, y0, x0 + bw, y0 + bh)
+    # Strokes are thinner when the whole drawing is small; a crayon is a crayon, though.
+    stroke_scale = float(np.clip(bh / (0.6 * h), 0.5, 1.0))
+
+    sheet = paper(rng, style["paper"], h, w, scale)
+    layout = Layout(h, w)
+    pad = 0.04 * bh + margin
+    layout.take((x0 - pad, y0 - pad, x0 + bw + pad, y0 + bh + pad))
+
+    def extra_figure(box) -> None:
+        other = pick_styles(rng, exclude, {"medium": medium})
+        small = build_figure(rng, other)
+        for ink in draw_figure(rng, small, (h, w), medium, scale, _placement(small, box), 0.7):
+            ink.composite(sheet)
+
+    count = {"plain": 0, "some": int(rng.integers(1, 4)), "busy": int(rng.integers(4, 9))}
+    decorate(rng, sheet, layout, medium, scale, count[style["scene"]], fig_box, extra_figure)
+
+    mask = np.zeros((h, w), bool)
+    to_px = _placement(figure, fig_box)
+    for ink in draw_figure(rng, figure, (h, w), medium, scale, to_px, stroke_scale):
+        ink.composite(sheet, mask)
+    keypoints = to_px(figure.keypoints)
+
+    camera.light(rng, sheet, style["photo"])
+    sheet_u8 = cv2.convertScaleAbs(sheet, alpha=255.0)
+
+    # The camera must keep the whole figure in frame; retry the angle, else shoot square-on.
+    corners = np.float32([(x0, y0), (x0 + bw, y0), (x0 + bw, y0 + bh), (x0, y0 + bh)])
+    H = np.eye(3)
+    for _ in range(6):
+        cand = camera.homography(rng, h, w, style["photo"])
+        moved = cv2.perspectiveTransform(corners[None], cand)[0]
+        if moved.min() >= 1 and moved[:, 0].max() <= w - 2 and moved[:, 1].max() <= h - 2:
+            H = cand
+            break
+    photo = camera.jpeg(rng, camera.shoot(rng, sheet_u8, H, style["photo"]))
+    mask_u8 = cv2.warpPerspective(mask.view(np.uint8), H, (w, h), flags=cv2.INTER_NEAREST)
+    kp = cv2.perspectiveTransform(keypoints[None].astype(np.float64), H)[0]
+
+    x, y, mw, mh = cv2.boundingRect(mask_u8)
+    if mw == 0:  # every stroke skipped: fall back on the joints
+        x, y, mw, mh = int(kp[:, 0].min()), int(kp[:, 1].min()), 1, 1
+    bbox = np.array(
+        [
+            min(x, kp[:, 0].min()),
+            min(y, kp[:, 1].min()),
+            max(x + mw, kp[:, 0].max()),
+            max(y + mh, kp[:, 1].max()),
+        ]
+    )
+    bbox = np.clip(bbox, 0, [w, h, w, h]).astype(np.float32)
+    keypoints17 = np.concatenate([kp, np.ones((17, 1))], axis=1).astype(np.float32)
+    return Sample(
+        image=np.ascontiguousarray(photo),
+        bbox=bbox,
+        keypoints=keypoints17,
+        mask=mask_u8.astype(bool),
+        style=style,
+    )
+
+
+def generate_batch(seeds: Iterable[int], **kw) -> list[Sample]:
+    """`generate` for each seed, same keyword arguments."""
+    return [generate(int(s), **kw) for s in seeds]
+
+
+__all__ = ["Sample", "STYLE_AXES", "generate", "generate_batch"]

@@ -1,0 +1,306 @@
+"""The page: paper, and the other things a child draws around the person."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from .ink import Ink, grain_texture, pick_colour, texture_crop
+
+PAPER_BASE = {
+    "white": [(250, 250, 248), (244, 245, 247), (252, 251, 246)],
+    "cream": [(245, 236, 212), (240, 232, 205), (248, 240, 220)],
+    "coloured": [
+        (250, 200, 210),
+        (190, 215, 240),
+        (250, 235, 140),
+        (190, 230, 190),
+        (245, 190, 140),
+        (215, 200, 235),
+        (200, 200, 200),
+        (180, 230, 230),
+    ],
+}
+
+
+def paper(rng: np.random.Generator, kind: str, h: int, w: int, scale: float) -> np.ndarray:
+    """A sheet filling the whole frame (float32 RGB 0..1), ruled or squared if asked."""
+    base_kind = "white" if kind in ("lined", "squared") and rng.random() < 0.75 else kind
+    base_kind = "cream" if base_kind in ("lined", "squared") else base_kind
+    options = PAPER_BASE[base_kind]
+    colour = np.array(options[int(rng.integers(len(options)))], np.float32)
+    colour = np.clip(colour + rng.normal(0, 4, 3), 0, 255)
+    img = np.empty((h, w, 3), np.uint8)
+    img[:] = colour.astype(np.uint8)
+    line_colour = tuple(
+        int(v)
+        for v in np.array([(160, 190, 230), (150, 175, 210), (175, 175, 180)][int(rng.integers(3))])
+        + rng.normal(0, 8, 3)
+    )
+    thick = 1 if scale < 1.4 else 2
+    if kind == "lined":
+        gap = rng.uniform(16, 30) * scale
+        y = rng.uniform(0, gap) + (rng.uniform(20, 60) * scale if rng.random() < 0.4 else 0)
+        while y < h:
+            cv2.line(img, (0, int(y)), (w, int(y)), line_colour, thick, cv2.LINE_AA)
+            y += gap
+        if rng.random() < 0.6:  # the red margin
+            x = int(rng.uniform(0.05, 0.15) * w)
+            cv2.line(img, (x, 0), (x, h), (225, 120, 130), thick, cv2.LINE_AA)
+    elif kind == "squared":
+        gap = rng.uniform(10, 22) * scale
+        for offset, size, vertical in (
+            (rng.uniform(0, gap), w, True),
+            (rng.uniform(0, gap), h, False),
+        ):
+            v = offset
+            while v < size:
+                p1, p2 = ((int(v), 0), (int(v), h)) if vertical else ((0, int(v)), (w, int(v)))
+                cv2.line(img, p1, p2, line_colour, 1, cv2.LINE_AA)
+                v += gap
+    out = img.astype(np.float32) * (1.0 / 255.0)
+    # Paper fibre: a faint texture, stronger on coloured construction paper.
+    strength = rng.uniform(0.01, 0.05) if kind == "coloured" else rng.uniform(0.0, 0.025)
+    out *= (1.0 - strength) + strength * texture_crop(rng, grain_texture("fine"), h, w)[..., None]
+    return out
+
+
+class Layout:
+    """Free space on the page: rectangles already taken, so drawings do not overlap."""
+
+    def __init__(self, h: int, w: int):
+        self.h, self.w = h, w
+        self.taken: list[tuple[float, float, float, float]] = []
+
+    def take(self, box) -> None:
+        self.taken.append(tuple(box))
+
+    def find(self, rng, bw: float, bh: float, tries: int = 12, region=None):
+        """A free box of size bw x bh (inside `region` if given), or None."""
+        x_lo, y_lo, x_hi, y_hi = region or (0, 0, self.w, self.h)
+        for _ in range(tries):
+            if x_hi - x_lo <= bw or y_hi - y_lo <= bh:
+                return None
+            x = rng.uniform(x_lo, x_hi - bw)
+            y = rng.uniform(y_lo, y_hi - bh)
+            box = (x, y, x + bw, y + bh)
+            if all(
+                box[2] < t[0] or box[0] > t[2] or box[3] < t[1] or box[1] > t[3] for t in self.taken
+            ):
+                self.take(box)
+                return box
+        return None
+
+
+def _sun(rng, ink: Ink, box) -> None:
+    x0, y0, x1, y1 = box
+    c = np.array([(x0 + x1) / 2, (y0 + y1) / 2])
+    r = (x1 - x0) / 2 * 0.55
+    t = np.linspace(0, 2 * np.pi, 24, endpoint=False)
+    circle = c + np.stack([np.cos(t), np.sin(t)], 1) * r
+    if rng.random() < 0.5:
+        ink.fill(circle)
+    ink.stroke(circle, closed=True)
+    for a in np.linspace(0, 2 * np.pi, int(rng.integers(6, 13)), endpoint=False) + rng.uniform(
+        0, 1
+    ):
+        d = np.array([np.cos(a), np.sin(a)])
+        ink.stroke(np.array([c + d * r * 1.25, c + d * r * rng.uniform(1.6, 1.8)]))
+
+
+def _house(rng, inks, box) -> None:
+    x0, y0, x1, y1 = box
+    w, h = x1 - x0, y1 - y0
+    roof_y = y0 + h * rng.uniform(0.3, 0.45)
+    wall = np.array(
+        [(x0 + w * 0.1, roof_y), (x1 - w * 0.1, roof_y), (x1 - w * 0.1, y1), (x0 + w * 0.1, y1)]
+    )
+    roof = np.array([(x0, roof_y), ((x0 + x1) / 2, y0), (x1, roof_y)])
+    if rng.random() < 0.5:
+        inks[1].fill(roof)
+    inks[0].stroke(wall, closed=True)
+    inks[1].stroke(roof, closed=True)
+    dw = w * 0.18
+    door = np.array(
+        [
+            (x0 + w * 0.45, y1),
+            (x0 + w * 0.45, y1 - h * 0.3),
+            (x0 + w * 0.45 + dw, y1 - h * 0.3),
+            (x0 + w * 0.45 + dw, y1),
+        ]
+    )
+    inks[0].stroke(door)
+    wx, wy, s = x0 + w * 0.2, roof_y + h * 0.1, w * 0.16
+    inks[0].stroke(np.array([(wx, wy), (wx + s, wy), (wx + s, wy + s), (wx, wy + s)]), closed=True)
+
+
+def _tree(rng, inks, box) -> None:
+    x0, y0, x1, y1 = box
+    w, h = x1 - x0, y1 - y0
+    cx = (x0 + x1) / 2
+    tw = w * rng.uniform(0.1, 0.2)
+    crown_y = y0 + h * 0.35
+    trunk = np.array(
+        [(cx - tw, y1), (cx - tw, crown_y + h * 0.1), (cx + tw, crown_y + h * 0.1), (cx + tw, y1)]
+    )
+    inks[1].stroke(trunk)
+    if rng.random() < 0.5:
+        inks[1].fill(trunk)
+    t = np.linspace(0, 2 * np.pi, 40)
+    bump = 1 + 0.12 * np.sin(t * rng.integers(5, 9))
+    crown = np.stack([cx + np.cos(t) * w * 0.48 * bump, crown_y + np.sin(t) * h * 0.33 * bump], 1)
+    if rng.random() < 0.6:
+        inks[0].fill(crown)
+    inks[0].stroke(crown, closed=True)
+
+
+def _scribble(rng, ink: Ink, box) -> None:
+    x0, y0, x1, y1 = box
+    n = int(rng.integers(6, 20))
+    pts = np.stack([rng.uniform(x0, x1, n), rng.uniform(y0, y1, n)], 1)
+    ink.stroke(pts)
+
+
+def _flower(rng, inks, box) -> None:
+    x0, y0, x1, y1 = box
+    cx, w = (x0 + x1) / 2, x1 - x0
+    head_y = y0 + w * 0.35
+    inks[1].stroke(np.array([(cx, y1), (cx, head_y)]))
+    for a in np.linspace(0, 2 * np.pi, int(rng.integers(5, 8)), endpoint=False):
+        c = np.array([cx + np.cos(a) * w * 0.22, head_y + np.sin(a) * w * 0.22])
+        t = np.linspace(0, 2 * np.pi, 10, endpoint=False)
+        inks[0].stroke(c + np.stack([np.cos(t), np.sin(t)], 1) * w * 0.14, closed=True)
+
+
+def _cloud(rng, ink: Ink, box) -> None:
+    x0, y0, x1, y1 = box
+    t = np.linspace(0, 2 * np.pi, 40)
+    bump = 1 + 0.15 * np.abs(np.sin(t * rng.integers(3, 6)))
+    pts = np.stack(
+        [
+            (x0 + x1) / 2 + np.cos(t) * (x1 - x0) / 2 * bump * 0.85,
+            (y0 + y1) / 2 + np.sin(t) * (y1 - y0) / 2 * bump * 0.85,
+        ],
+        1,
+    )
+    ink.stroke(pts, closed=True)
+
+
+def _heart(rng, ink: Ink, box) -> None:
+    x0, y0, x1, y1 = box
+    t = np.linspace(0, 2 * np.pi, 30)
+    x = 16 * np.sin(t) ** 3
+    y = -(13 * np.cos(t) - 5 * np.cos(2 * t) - 2 * np.cos(3 * t) - np.cos(4 * t))
+    pts = np.stack([(x + 17) / 34 * (x1 - x0) + x0, (y + 17) / 34 * (y1 - y0) + y0], 1)
+    if rng.random() < 0.6:
+        ink.fill(pts)
+    ink.stroke(pts, closed=True)
+
+
+LETTERS = "ABCDEFGHIJKLMNOPRSTUVWYZ"
+WORDS = [
+    "MUM",
+    "DAD",
+    "ME",
+    "LILY",
+    "TOM",
+    "MIA",
+    "SAM",
+    "MOM",
+    "I LOVE YOU",
+    "EMMA",
+    "LEO",
+    "ZOE",
+    "NOAH",
+]
+
+
+def _text(rng, ink: Ink, box, img_h: int, img_w: int) -> None:
+    """Large shaky capitals, as a child writes a name."""
+    x0, y0, x1, y1 = box
+    word = (
+        WORDS[int(rng.integers(len(WORDS)))]
+        if rng.random() < 0.6
+        else "".join(rng.choice(list(LETTERS), int(rng.integers(2, 6))))
+    )
+    font = [cv2.FONT_HERSHEY_SIMPLEX, cv2.FONT_HERSHEY_SCRIPT_SIMPLEX, cv2.FONT_HERSHEY_PLAIN][
+        int(rng.integers(3))
+    ]
+    (tw, th), _ = cv2.getTextSize(word, font, 1.0, 2)
+    fs = min((x1 - x0) / max(tw, 1), (y1 - y0) / max(th, 1))
+    thick = max(1, int(ink.width * 0.8))
+    cv2.putText(ink.layer, word, (int(x0), int(y1)), font, fs, 255, thick, cv2.LINE_AA)
+    ink._grow(np.array([[x0, y0 - th * fs * 0.3], [x1 + 5, y1 + th * fs * 0.3]]), thick + 2)
+
+
+def decorate(
+    rng, canvas, layout: Layout, medium: str, scale: float, count: int, fig_box, extra_figure
+):
+    """Draw `count` page objects in the free space around the main figure's box."""
+    h, w = canvas.shape[:2]
+    fx0, fy0, fx1, fy1 = fig_box
+    fig_h = fy1 - fy0
+    kinds = [
+        "sun",
+        "house",
+        "tree",
+        "text",
+        "scribble",
+        "flower",
+        "cloud",
+        "heart",
+        "figure",
+        "ground",
+    ]
+    weights = np.array([2, 1.5, 1.5, 1.5, 1.5, 1, 1, 0.7, 1.5, 1.2])
+    picks = rng.choice(len(kinds), size=count, p=weights / weights.sum())
+    for k in picks:
+        kind = kinds[int(k)]
+        inks = [Ink(rng, (h, w), medium, pick_colour(rng, medium), scale) for _ in range(2)]
+        if kind == "ground":
+            # A ground line just under the feet, across the page.
+            y = min(h - 2.0, fy1 + rng.uniform(0.02, 0.08) * fig_h)
+            if y <= fy1 + 2:
+                continue
+            xs = np.linspace(0, w, 12)
+            inks[0].stroke(np.stack([xs, y + rng.normal(0, 2 * scale, 12)], 1))
+            layout.take((0, y - 4, w, y + 4))
+        elif kind == "sun":
+            size = rng.uniform(0.1, 0.25) * min(h, w)
+            corner_x = (0, w * 0.35) if rng.random() < 0.5 else (w * 0.65, w)
+            box = layout.find(rng, size, size, region=(corner_x[0], 0, corner_x[1], h * 0.4))
+            if box:
+                inks[0].colour = (
+                    np.array([0.96, 0.8, 0.1]) if rng.random() < 0.8 else inks[0].colour
+                )
+                _sun(rng, inks[0], box)
+        elif kind in ("house", "tree"):
+            size = rng.uniform(0.3, 0.85) * fig_h
+            box = layout.find(rng, size * rng.uniform(0.7, 1.0), size)
+            if box:
+                if kind == "tree":
+                    inks[0].colour = np.array([0.2, 0.6, 0.2])
+                    inks[1].colour = np.array([0.45, 0.28, 0.12])
+                    _tree(rng, inks, box)
+                else:
+                    _house(rng, inks, box)
+        elif kind == "figure":
+            size = rng.uniform(0.3, 0.65) * fig_h
+            box = layout.find(rng, size * 0.75, size)
+            if box:
+                extra_figure(box)
+        elif kind == "text":
+            tw, th = rng.uniform(0.15, 0.5) * w, rng.uniform(0.04, 0.1) * h
+            box = layout.find(rng, tw, th)
+            if box:
+                _text(rng, inks[0], box, h, w)
+        else:
+            size = rng.uniform(0.06, 0.2) * min(h, w)
+            aspect = 2.0 if kind == "cloud" else 1.0
+            box = layout.find(rng, size * aspect, size * (1.6 if kind == "flower" else 1.0))
+            if box and kind == "flower":
+                _flower(rng, inks, box)
+            elif box:
+                {"scribble": _scribble, "cloud": _cloud, "heart": _heart}[kind](rng, inks[0], box)
+        for ink in inks:
+            ink.composite(canvas)
