@@ -1,0 +1,137 @@
+"""Every setting of the gateway, read from the environment in this one place (12-factor).
+
+Each variable has a default that works for `make run` on one machine: TorchServe on
+127.0.0.1:8080/8081 and GIFs stored under ./var/animations, served by the gateway itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DEFAULT_MODEL_TABLE = PACKAGE_DIR / "models.yaml"
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; raised at start-up, never per request."""
+
+
+@dataclass(frozen=True)
+class ModelRole:
+    """One model the gateway calls: where it is served and how far to trust its answers."""
+
+    role: str
+    model: str
+    inference_url: str
+    management_url: str
+    min_score: float = 0.0
+
+
+def _cpu_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Config:
+    torchserve_url: str = "http://127.0.0.1:8080"
+    torchserve_management_url: str = "http://127.0.0.1:8081"
+    model_table: Path = DEFAULT_MODEL_TABLE
+    storage_url: str = "file://./var/animations"
+    s3_endpoint_url: str | None = None
+    public_base_url: str | None = None
+    presign_expiry_s: int = 24 * 3600
+    max_upload_bytes: int = 10 * 1024 * 1024
+    max_pixels: int = 40_000_000
+    max_inflight: int = 0  # 0: twice the render workers
+    max_queue: int = 0  # 0: twice max_inflight
+    queue_timeout_s: float = 30.0
+    retry_after_s: int = 2
+    render_workers: int = 0  # 0: one per core
+    model_timeout_s: float = 10.0
+    storage_timeout_s: float = 10.0
+    default_motions: tuple[str, ...] = ()  # empty: the motion table's defaults
+    api_key: str | None = field(default=None, repr=False)
+    model_input_px: int = 1000
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        workers = self.render_workers or _cpu_count()
+        inflight = self.max_inflight or 2 * workers
+        object.__setattr__(self, "render_workers", workers)
+        object.__setattr__(self, "max_inflight", inflight)
+        object.__setattr__(self, "max_queue", self.max_queue or 2 * inflight)
+        for name in ("max_upload_bytes", "max_pixels", "model_timeout_s", "storage_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name.upper()} must be positive")
+        if not self.storage_url.startswith(("file://", "s3://")):
+            raise ConfigError(
+                f"STORAGE_URL must be file://PATH or s3://bucket/prefix, got {self.storage_url!r}"
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
+        """Build the configuration from environment variables (unset or empty: default)."""
+        env = {k: v for k, v in (os.environ if environ is None else environ).items() if v != ""}
+
+        def number(name: str, kind: type, default: float) -> float:
+            try:
+                return kind(env.get(name, default))
+            except ValueError as exc:
+                raise ConfigError(f"{name} must be a number, got {env[name]!r}") from exc
+
+        d = cls.__dataclass_fields__
+        motions = env.get("DEFAULT_MOTIONS", "")
+        return cls(
+            torchserve_url=env.get("TORCHSERVE_URL", d["torchserve_url"].default).rstrip("/"),
+            torchserve_management_url=env.get(
+                "TORCHSERVE_MANAGEMENT_URL", d["torchserve_management_url"].default
+            ).rstrip("/"),
+            model_table=Path(env.get("MODEL_TABLE", DEFAULT_MODEL_TABLE)),
+            storage_url=env.get("STORAGE_URL", d["storage_url"].default),
+            s3_endpoint_url=env.get("S3_ENDPOINT_URL"),
+            public_base_url=env.get("PUBLIC_BASE_URL", "").rstrip("/") or None,
+            presign_expiry_s=int(number("PRESIGN_EXPIRY_S", int, d["presign_expiry_s"].default)),
+            max_upload_bytes=int(number("MAX_UPLOAD_BYTES", int, d["max_upload_bytes"].default)),
+            max_pixels=int(number("MAX_PIXELS", int, d["max_pixels"].default)),
+            max_inflight=int(number("MAX_INFLIGHT", int, 0)),
+            max_queue=int(number("MAX_QUEUE", int, 0)),
+            queue_timeout_s=number("QUEUE_TIMEOUT_S", float, d["queue_timeout_s"].default),
+            retry_after_s=int(number("RETRY_AFTER_S", int, d["retry_after_s"].default)),
+            render_workers=int(number("RENDER_WORKERS", int, 0)),
+            model_timeout_s=number("MODEL_TIMEOUT_S", float, d["model_timeout_s"].default),
+            storage_timeout_s=number("STORAGE_TIMEOUT_S", float, d["storage_timeout_s"].default),
+            default_motions=tuple(m.strip() for m in motions.split(",") if m.strip()),
+            api_key=env.get("API_KEY"),
+            model_input_px=int(number("MODEL_INPUT_PX", int, d["model_input_px"].default)),
+            log_level=env.get("LOG_LEVEL", d["log_level"].default).upper(),
+        )
+
+    def model_roles(self) -> dict[str, ModelRole]:
+        """The model table: role -> where the model is served. URLs default to TORCHSERVE_*."""
+        try:
+            table = yaml.safe_load(self.model_table.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"model table {self.model_table}: {exc}") from exc
+        roles = {}
+        for role in ("detector", "pose"):
+            entry = (table or {}).get(role)
+            if not isinstance(entry, dict) or "model" not in entry:
+                raise ConfigError(f"model table {self.model_table}: '{role}' needs a 'model'")
+            roles[role] = ModelRole(
+                role=role,
+                model=str(entry["model"]),
+                inference_url=str(entry.get("url") or self.torchserve_url).rstrip("/"),
+                management_url=str(
+                    entry.get("management_url") or self.torchserve_management_url
+                ).rstrip("/"),
+                min_score=float(entry.get("min_score", 0.0)),
+            )
+        return roles

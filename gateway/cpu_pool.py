@@ -1,0 +1,235 @@
+"""A pool of render worker processes that gevent can wait on without blocking its hub.
+
+Why not `concurrent.futures` or `multiprocessing.Pool`: both rely on helper threads and
+locks, which gevent's monkey-patching turns into greenlets, and a blocking wait there can
+freeze the whole worker. Here each worker is a fresh interpreter (`python -m
+gateway.cpu_worker`, never a fork of a process running a gevent hub), reached over its own
+socketpair. The parent sends a pickled `(function, args)` frame and reads the answer from
+the socket; with gevent's patched `socket` that read yields to other greenlets, so
+`/health` keeps answering while every core renders.
+
+A worker runs one task at a time. Abandoning a task (its greenlet killed because the client
+left or a sibling task failed) kills that worker process and starts a fresh one, so no CPU
+is spent on answers nobody will read.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import queue
+import select
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gevent
+
+from gateway.errors import ClientGone
+
+log = logging.getLogger("gateway.pool")
+_HEADER = struct.Struct("!Q")
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+# One thread per process: the pool is the parallelism; BLAS threads on top oversubscribe.
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+class WorkerCrashed(RuntimeError):
+    """A render worker exited while running a task (killed, out of memory, segfault)."""
+
+
+def send_frame(sock: socket.socket, obj: object) -> None:
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    sock.sendall(_HEADER.pack(len(payload)) + payload)
+
+
+def recv_frame(sock: socket.socket) -> Any:
+    """The next frame's object; EOFError when the other end closed."""
+    (size,) = _HEADER.unpack(_recv_exactly(sock, _HEADER.size))
+    return pickle.loads(_recv_exactly(sock, size))
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = sock.recv_into(view[got:])
+        if n == 0:
+            raise EOFError("render worker closed its socket")
+        got += n
+    return bytes(buf)
+
+
+def _worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)  # workers record no metrics of their own
+    env.update({name: "1" for name in _THREAD_VARS})
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+class _Worker:
+    def __init__(self) -> None:
+        parent, child = socket.socketpair()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "gateway.cpu_worker", str(child.fileno())],
+                pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=_worker_env(),
+            )  # fmt: skip
+        finally:
+            child.close()
+        self.sock = parent
+
+    def wait_ready(self) -> None:
+        hello = recv_frame(self.sock)
+        if hello != ("ready", self.proc.pid):
+            raise WorkerCrashed(f"render worker sent {hello!r} instead of ready")
+
+    def call(self, fn: Callable, args: tuple) -> tuple[str, Any]:
+        """("ok", result) or ("err", the exception the task raised)."""
+        try:
+            send_frame(self.sock, (fn, args))
+            return recv_frame(self.sock)
+        except (EOFError, ConnectionError) as exc:
+            raise WorkerCrashed(f"render worker {self.proc.pid} died: {exc}") from exc
+
+    def kill(self) -> None:
+        self.sock.close()
+        try:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            log.warning("render worker %s did not exit", self.proc.pid)
+
+    def stop(self, timeout: float) -> None:
+        """Ask politely (EOF on its socket), then kill."""
+        self.sock.close()
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class CpuPool:
+    """`size` worker processes; `run(fn, *args)` runs `fn(*args)` in one of them."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._all: set[_Worker] = set()
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._closed = False
+        self._started = False
+
+    # ---- life cycle --------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the workers (idempotent); they join the pool as they finish warming up."""
+        with self._lock:
+            if self._started or self._closed:
+                return
+            self._started = True
+        for _ in range(self.size):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        if self._closed:
+            return
+        worker = _Worker()
+        self._all.add(worker)
+        # A thread, not a greenlet: under gevent's patching it is one, and without it (a test,
+        # a script) a real thread still admits the worker while the caller blocks on the queue.
+        threading.Thread(target=self._admit, args=(worker,), daemon=True).start()
+
+    def _admit(self, worker: _Worker) -> None:
+        try:
+            worker.wait_ready()
+        except (EOFError, OSError, WorkerCrashed) as exc:
+            if not self._closed:
+                log.error("render worker %s failed to start: %s", worker.proc.pid, exc)
+                self._all.discard(worker)
+                worker.kill()
+                gevent.sleep(1.0)  # a worker that cannot start must not spin
+                self._spawn()
+            return
+        self._idle.put(worker)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop every worker; nothing is left running after this returns."""
+        self._closed = True
+        for worker in list(self._all):
+            worker.stop(timeout)
+        self._all.clear()
+
+    # ---- running tasks -----------------------------------------------------------------
+    @property
+    def busy(self) -> int:
+        return self._busy
+
+    @property
+    def idle(self) -> int:
+        return self._idle.qsize()
+
+    @property
+    def alive(self) -> int:
+        """Workers started and not yet known dead (warming up, idle or busy)."""
+        return sum(1 for w in self._all if w.proc.poll() is None)
+
+    def run(self, fn: Callable, *args: Any) -> Any:
+        """Run `fn(*args)` in a worker; the caller's greenlet waits without blocking the hub."""
+        self.start()
+        worker = self._idle.get()
+        self._busy += 1
+        try:
+            status, value = worker.call(fn, args)
+        except BaseException:
+            # Killed greenlet, crashed worker, broken pipe: this worker's state is unknown.
+            self._replace(worker)
+            raise
+        finally:
+            self._busy -= 1
+        self._idle.put(worker)
+        if status == "err":
+            raise value
+        return value
+
+    def _replace(self, worker: _Worker) -> None:
+        self._all.discard(worker)
+        threading.Thread(target=worker.kill, daemon=True).start()
+        self._spawn()
+
+    def map(self, fn: Callable, arg_lists: list[tuple], client: socket.socket | None) -> list:
+        """Run `fn` over `arg_lists` in parallel; abandon all if one fails or the client leaves."""
+        jobs = [gevent.spawn(self.run, fn, *args) for args in arg_lists]
+        try:
+            while True:
+                gevent.joinall(jobs, timeout=0.25, raise_error=True)
+                if all(job.ready() for job in jobs):
+                    break
+                if client_gone(client):
+                    raise ClientGone("client closed the connection")
+        except BaseException:
+            gevent.killall(jobs, block=True)
+            raise
+        return [j.value for j in jobs]
+
+
+def client_gone(client: socket.socket | None) -> bool:
+    """True when the client closed its connection (EOF), without consuming any of its bytes."""
+    if client is None:
+        return False
+    try:
+        readable, _, _ = select.select([client], [], [], 0)
+        if not readable:
+            return False
+        return client.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):  # reset or already closed
+        return True

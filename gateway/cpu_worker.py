@@ -1,0 +1,57 @@
+"""Entry point of one render worker process: `python -m gateway.cpu_worker FD`.
+
+Reads `(function, args)` frames from the socket FD, runs them, writes `("ok", result)` or
+`("err", exception)` back. Exits when the gateway closes the socket, and dies with it if
+the gateway is killed outright.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import signal
+import socket
+import sys
+
+from gateway.cpu_pool import recv_frame, send_frame
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when its parent dies, so no orphan renders on."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def serve(sock: socket.socket) -> None:
+    from gateway import cpu_tasks  # heavy imports happen here, before "ready"
+
+    cpu_tasks.warm_up()
+    send_frame(sock, ("ready", os.getpid()))
+    while True:
+        try:
+            fn, args = recv_frame(sock)
+        except (EOFError, ConnectionError):
+            return
+        try:
+            reply = ("ok", fn(*args))
+        except Exception as exc:  # the gateway decides what an exception means
+            reply = ("err", exc)
+        try:
+            send_frame(sock, reply)
+        except (TypeError, AttributeError, pickle.PicklingError):  # an unpicklable exception
+            send_frame(sock, ("err", RuntimeError(repr(reply[1]))))
+
+
+def main() -> None:
+    # Ctrl-C reaches the whole process group; the gateway decides when workers stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    serve(socket.socket(fileno=int(sys.argv[1])))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""The gateway's errors: one exception type carrying the status and code of DESIGN.md's table.
+
+Every failure a client can see is an `ApiError`; anything else becomes a 500 `internal_error`
+whose traceback goes to the log, never to the client.
+"""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    status: int = 500
+    code: str = "internal_error"
+
+    def __init__(self, message: str, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.headers = headers or {}
+
+
+def _error(name: str, status: int, code: str) -> type[ApiError]:
+    return type(name, (ApiError,), {"status": status, "code": code, "__doc__": f"{status} {code}"})
+
+
+BadRequest = _error("BadRequest", 400, "bad_request")
+InvalidImage = _error("InvalidImage", 400, "invalid_image")
+UnknownMotion = _error("UnknownMotion", 400, "unknown_motion")
+Unauthorized = _error("Unauthorized", 401, "unauthorized")
+NotFound = _error("NotFound", 404, "not_found")
+MethodNotAllowed = _error("MethodNotAllowed", 405, "method_not_allowed")
+PayloadTooLarge = _error("PayloadTooLarge", 413, "payload_too_large")
+ImageTooLarge = _error("ImageTooLarge", 413, "image_too_large")
+UnsupportedMediaType = _error("UnsupportedMediaType", 415, "unsupported_media_type")
+NoCharacterDetected = _error("NoCharacterDetected", 422, "no_character_detected")
+PoseNotFound = _error("PoseNotFound", 422, "pose_not_found")
+ModelUnavailable = _error("ModelUnavailable", 503, "model_unavailable")
+StorageUnavailable = _error("StorageUnavailable", 503, "storage_unavailable")
+Overloaded = _error("Overloaded", 503, "overloaded")
+ModelTimeout = _error("ModelTimeout", 504, "model_timeout")
+
+
+class ClientGone(Exception):
+    """The client closed its connection: the work is abandoned and nothing is answered."""

@@ -1,0 +1,61 @@
+"""Prometheus metrics, correct across gunicorn workers (prometheus_client multiprocess mode).
+
+gunicorn.conf.py sets PROMETHEUS_MULTIPROC_DIR before any worker imports this module;
+each worker then writes its samples to files there and /metrics sums them. Without that
+variable (tests using Flask's test client, a notebook) the process's own registry is used.
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+
+REQUESTS = Counter(
+    "gateway_requests_total", "HTTP requests answered", ["route", "method", "status"]
+)
+REQUEST_SECONDS = Histogram(
+    "gateway_request_seconds", "Whole request latency", ["route"], buckets=STAGE_BUCKETS
+)
+STAGE_SECONDS = Histogram(
+    "gateway_stage_seconds",
+    "Latency of each /animate stage (lookup, decode, detect, pose, rig, render, upload)",
+    ["stage"],
+    buckets=STAGE_BUCKETS,
+)
+IN_FLIGHT = Gauge(
+    "gateway_inflight_requests", "Animate requests being processed", multiprocess_mode="livesum"
+)
+QUEUE_DEPTH = Gauge(
+    "gateway_queue_depth", "Animate requests waiting for a slot", multiprocess_mode="livesum"
+)
+RENDER_WORKERS_BUSY = Gauge(
+    "gateway_render_workers_busy", "Render worker processes running a task",
+    multiprocess_mode="livesum",
+)  # fmt: skip
+TORCHSERVE_ERRORS = Counter(
+    "gateway_torchserve_errors_total", "Failed TorchServe calls", ["role", "kind"]
+)
+STORAGE_ERRORS = Counter("gateway_storage_errors_total", "Failed storage calls", ["operation"])
+CACHE_HITS = Counter("gateway_cache_hits_total", "Animate requests answered from storage")
+
+
+def exposition() -> tuple[bytes, str]:
+    """The text format of every metric, summed over all gunicorn workers."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    return generate_latest(registry), CONTENT_TYPE_LATEST

@@ -1,0 +1,212 @@
+"""Reading a POST /animate request: the three body forms and the render options.
+
+Forms: multipart (field `image`, `file` or `data`), JSON `{"file": "<base64>"}` (or
+`"image"`), or a raw `image/png|jpeg|webp` body. Options come from the query string and
+from the form fields / JSON keys (the body wins). Sizes are checked before bytes are read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from dataclasses import dataclass
+
+from flask import Request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from gateway.errors import BadRequest, PayloadTooLarge, UnknownMotion, UnsupportedMediaType
+
+IMAGE_FIELDS = ("image", "file", "data")
+RAW_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/jpg", "image/webp"})
+SIZE_RANGE = (32, 512)
+FPS_RANGE = (1, 30)
+DEFAULT_SIZE = 256
+DEFAULT_FPS = 15
+READ_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class AnimateOptions:
+    motions: tuple[str, ...]
+    size: int = DEFAULT_SIZE
+    fps: int = DEFAULT_FPS
+    keypoints: tuple[tuple[float, float], ...] | None = None  # 17 COCO [x, y], upload's pixels
+    bbox: tuple[float, float, float, float] | None = None  # left, top, right, bottom
+
+    def render_fields(self) -> dict:
+        """Everything but the motion list that decides what a GIF looks like (for its key)."""
+        return {"size": self.size, "fps": self.fps, "keypoints": self.keypoints, "bbox": self.bbox}
+
+
+@dataclass(frozen=True)
+class AnimateRequest:
+    image: bytes
+    options: AnimateOptions
+
+
+def body_limit(max_upload_bytes: int) -> int:
+    """Largest body accepted: the image base64-encoded, plus room for form fields."""
+    return math.ceil(max_upload_bytes * 4 / 3) + 64 * 1024
+
+
+def _too_large(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"the upload is larger than {limit} bytes")
+
+
+def read_raw_body(request: Request, limit: int) -> bytes:
+    """The body, refused as soon as it passes `limit` bytes (declared or streamed)."""
+    if request.content_length is not None and request.content_length > limit:
+        raise _too_large(limit)
+    chunks, total = [], 0
+    while chunk := request.stream.read(READ_CHUNK):
+        total += len(chunk)
+        if total > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _decode_base64(text: object, limit: int) -> bytes:
+    if not isinstance(text, str):
+        raise BadRequest("JSON field 'file' must be a base64 string")
+    if text.startswith("data:") and "," in text:  # a data: URL, as browsers produce
+        text = text.split(",", 1)[1]
+    if len(text) * 3 // 4 > limit + 3:
+        raise _too_large(limit)
+    try:
+        return base64.b64decode("".join(text.split()), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadRequest("JSON field 'file' is not valid base64") from exc
+
+
+def _read_image_and_fields(request: Request, limit: int) -> tuple[bytes, dict]:
+    mimetype = request.mimetype
+    try:
+        if mimetype == "multipart/form-data":
+            upload = next((request.files[f] for f in IMAGE_FIELDS if f in request.files), None)
+            if upload is None:
+                raise BadRequest(f"multipart body needs the image in field {IMAGE_FIELDS[0]!r}")
+            image = upload.stream.read(limit + 1)
+            if len(image) > limit:
+                raise _too_large(limit)
+            return image, request.form.to_dict()
+        if mimetype == "application/json":
+            try:
+                body = json.loads(read_raw_body(request, body_limit(limit)))
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise BadRequest("the body is not valid JSON") from exc
+            if not isinstance(body, dict):
+                raise BadRequest("the JSON body must be an object")
+            field = next((f for f in ("file", "image") if f in body), None)
+            if field is None:
+                raise BadRequest("the JSON body needs the base64 image in 'file'")
+            fields = {k: v for k, v in body.items() if k not in ("file", "image")}
+            return _decode_base64(body[field], limit), fields
+        if mimetype in RAW_IMAGE_TYPES:
+            return read_raw_body(request, limit), {}
+    except RequestEntityTooLarge as exc:
+        raise _too_large(limit) from exc
+    raise UnsupportedMediaType(
+        f"Content-Type {mimetype or 'none'!r} is not accepted: send multipart/form-data, "
+        "application/json or image/png, image/jpeg, image/webp"
+    )
+
+
+def _json_value(name: str, value: object) -> object:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            # Also accept "1,2,3,4" for a flat list of numbers.
+            try:
+                return [float(v) for v in value.split(",")]
+            except ValueError:
+                raise BadRequest(f"option {name!r} must be a JSON list") from None
+    return value
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise BadRequest(f"option {name!r} must contain finite numbers, got {value!r}")
+    return float(value)
+
+
+def _int_option(name: str, value: object, low: int, high: int) -> int:
+    try:
+        number = int(str(value).strip()) if isinstance(value, str) else value
+    except ValueError:
+        raise BadRequest(f"option {name!r} must be an integer, got {value!r}") from None
+    if isinstance(number, bool) or not isinstance(number, int) or not low <= number <= high:
+        raise BadRequest(f"option {name!r} must be an integer from {low} to {high}, got {value!r}")
+    return number
+
+
+def parse_motions(value: object, known: list[str], default: tuple[str, ...]) -> tuple[str, ...]:
+    if value is None or value == "" or value == []:
+        return default
+    if isinstance(value, str):
+        names = [n.strip() for n in value.split(",") if n.strip()]
+    elif isinstance(value, list) and all(isinstance(n, str) for n in value):
+        names = [n.strip() for n in value]
+    else:
+        raise BadRequest("option 'motions' must be a list of names or a comma-separated string")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UnknownMotion(f"unknown motion(s) {', '.join(map(repr, unknown))}; "
+                            f"known: {', '.join(known)}")  # fmt: skip
+    return tuple(dict.fromkeys(names)) or default
+
+
+def parse_keypoints(value: object) -> tuple[tuple[float, float], ...]:
+    points = _json_value("keypoints", value)
+    if isinstance(points, list) and len(points) == 34 and not isinstance(points[0], list):
+        points = [points[i : i + 2] for i in range(0, 34, 2)]  # a flat x0,y0,x1,y1,... list
+    if not isinstance(points, list) or len(points) != 17:
+        raise BadRequest("option 'keypoints' must be 17 COCO [x, y] pairs")
+    out = []
+    for point in points:
+        if not isinstance(point, list | tuple) or len(point) not in (2, 3):
+            raise BadRequest(f"each keypoint must be [x, y], got {point!r}")
+        out.append((_number("keypoints", point[0]), _number("keypoints", point[1])))
+    return tuple(out)
+
+
+def parse_bbox(value: object) -> tuple[float, float, float, float]:
+    box = _json_value("bbox", value)
+    if not isinstance(box, list | tuple) or len(box) != 4:
+        raise BadRequest("option 'bbox' must be [left, top, right, bottom]")
+    left, top, right, bottom = (_number("bbox", v) for v in box)
+    if right <= left or bottom <= top or min(left, top) < 0:
+        raise BadRequest(f"option 'bbox' {list(box)} must have left < right and top < bottom")
+    return left, top, right, bottom
+
+
+def parse_options(
+    fields: dict, known_motions: list[str], default_motions: tuple[str, ...]
+) -> AnimateOptions:
+    def get(name: str) -> object:
+        return fields.get(name)
+
+    return AnimateOptions(
+        motions=parse_motions(get("motions"), known_motions, default_motions),
+        size=DEFAULT_SIZE if get("size") is None else _int_option("size", get("size"), *SIZE_RANGE),
+        fps=DEFAULT_FPS if get("fps") is None else _int_option("fps", get("fps"), *FPS_RANGE),
+        keypoints=None if get("keypoints") in (None, "") else parse_keypoints(get("keypoints")),
+        bbox=None if get("bbox") in (None, "") else parse_bbox(get("bbox")),
+    )
+
+
+def parse_animate_request(
+    request: Request,
+    max_upload_bytes: int,
+    known_motions: list[str],
+    default_motions: tuple[str, ...],
+) -> AnimateRequest:
+    """The image bytes and options of a POST /animate; raises an ApiError on anything wrong."""
+    image, fields = _read_image_and_fields(request, max_upload_bytes)
+    if not image:
+        raise BadRequest("the image is empty")
+    merged = {**request.args.to_dict(), **fields}
+    return AnimateRequest(image, parse_options(merged, known_motions, default_motions))

@@ -1,0 +1,165 @@
+"""One /animate request from bytes to URLs: the stages, in order, and their timings.
+
+lookup (storage) -> decode -> detect -> pose -> rig + render (worker processes) -> upload.
+The detector and the pose estimator run once per request, whatever the number of motions;
+motions already in storage for this image and these options are not rendered again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import gevent
+import numpy as np
+
+from gateway import cpu_tasks, metrics
+from gateway.config import Config
+from gateway.cpu_pool import CpuPool
+from gateway.errors import BadRequest, StorageUnavailable
+from gateway.parsing import AnimateRequest
+from gateway.preprocess import crop_box, encode_jpeg
+from gateway.storage import Storage, animation_key
+from gateway.torchserve_client import TorchServeClient
+
+log = logging.getLogger("gateway.pipeline")
+
+
+@dataclass
+class StageTimer:
+    """Wall time per stage, in order, for Server-Timing, the request log and the histograms."""
+
+    stages: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - start)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.stages[name] = self.stages.get(name, 0.0) + seconds
+        metrics.STAGE_SECONDS.labels(name).observe(seconds)
+
+    def server_timing(self) -> str:
+        return ", ".join(f"{name};dur={s * 1000:.1f}" for name, s in self.stages.items())
+
+    def as_ms(self) -> dict[str, float]:
+        return {name: round(s * 1000, 1) for name, s in self.stages.items()}
+
+
+def _in_parallel(calls: list, *args: object) -> list:
+    """Run each `call(*args)` in its own greenlet (I/O waits overlap); raise the first error."""
+    jobs = [gevent.spawn(call, *args) for call in calls]
+    try:
+        gevent.joinall(jobs, raise_error=True)
+    except BaseException:
+        gevent.killall(jobs)
+        raise
+    return [job.value for job in jobs]
+
+
+def _split(names: list[str], parts: int) -> list[list[str]]:
+    """Motions dealt round-robin into `parts` non-empty chunks, one per idle render worker."""
+    parts = max(1, min(parts, len(names)))
+    return [names[i::parts] for i in range(parts)]
+
+
+class AnimationPipeline:
+    def __init__(
+        self, config: Config, models: TorchServeClient, storage: Storage, pool: CpuPool
+    ) -> None:
+        self.config = config
+        self.models = models
+        self.storage = storage
+        self.pool = pool
+
+    def _storage_call(self, operation: str, fn, *args):
+        try:
+            return fn(*args)
+        except StorageUnavailable:
+            metrics.STORAGE_ERRORS.labels(operation).inc()
+            raise
+
+    def run(self, job: AnimateRequest, timer: StageTimer, host_url: str, client=None) -> dict:
+        """{motion: URL} for every requested motion, rendering only what storage lacks."""
+        options = job.options
+        image_sha = hashlib.sha256(job.image).hexdigest()
+        keys = {m: animation_key(image_sha, options.render_fields(), m) for m in options.motions}
+        with timer.stage("lookup"):
+            found = _in_parallel(
+                [
+                    lambda k=k: self._storage_call("lookup", self.storage.exists, k)
+                    for k in keys.values()
+                ]
+            )
+        missing = [m for m, hit in zip(keys, found, strict=True) if not hit]
+        if not missing:
+            metrics.CACHE_HITS.inc()
+        else:
+            gifs = self._render(job, missing, timer, client)
+            with timer.stage("upload"):
+                _in_parallel(
+                    [
+                        lambda m=m: self._storage_call("upload", self.storage.put, keys[m], gifs[m])
+                        for m in missing
+                    ]
+                )
+        # Only now, with every object stored, are URLs handed out.
+        return {m: self.storage.url(keys[m], host_url) for m in options.motions}
+
+    def _render(self, job: AnimateRequest, motions: list[str], timer: StageTimer, client) -> dict:
+        cfg, options = self.config, job.options
+        with timer.stage("decode"):
+            image = self.pool.map(
+                cpu_tasks.decode, [(job.image, cfg.max_pixels, cfg.model_input_px)], client
+            )[0]
+        height, width = image.rgb.shape[:2]
+        given_keypoints = None
+        if options.keypoints is not None:
+            given_keypoints = np.asarray(options.keypoints) * image.scale
+            if not (
+                (given_keypoints >= -1).all() and (given_keypoints <= (width + 1, height + 1)).all()
+            ):
+                raise BadRequest("option 'keypoints' has points outside the image")
+        if options.bbox is not None:
+            bbox = tuple(v * image.scale for v in options.bbox)
+        else:
+            with timer.stage("detect"):
+                bbox = self.models.detect(image.jpeg)
+        if given_keypoints is not None:  # the crop must hold every joint the user placed
+            bbox = (
+                *np.minimum(bbox[:2], given_keypoints.min(0)),
+                *np.maximum(bbox[2:], given_keypoints.max(0)),
+            )
+        left, top, right, bottom = crop_box(bbox, (width, height))
+        crop = np.ascontiguousarray(image.rgb[top:bottom, left:right])
+        if given_keypoints is not None:
+            keypoints = given_keypoints - (left, top)
+        else:
+            with timer.stage("pose"):
+                keypoints = self.models.pose(encode_jpeg(crop))[:, :2]
+
+        chunks = _split(motions, max(1, self.pool.idle))
+        start = time.perf_counter()
+        metrics.RENDER_WORKERS_BUSY.inc(len(chunks))
+        try:
+            results = self.pool.map(
+                cpu_tasks.animate,
+                [(crop, keypoints, chunk, options.size, options.fps) for chunk in chunks],
+                client,
+            )
+        finally:
+            metrics.RENDER_WORKERS_BUSY.dec(len(chunks))
+        wall = time.perf_counter() - start
+        # Chunks run side by side: the rig stage is the slowest chunk's set-up, render the rest.
+        rig = min(wall, max(r.rig_s for r in results))
+        timer.add("rig", rig)
+        timer.add("render", wall - rig)
+        return {name: gif for r in results for name, gif in r.gifs.items()}

@@ -1,0 +1,1 @@
+"""The gateway's blueprints, one per area: animate, health (+ready, metrics), motions, files."""

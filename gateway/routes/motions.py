@@ -1,0 +1,15 @@
+"""GET /motions: the motion table (name, duration, frames at the default fps)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify
+
+from gateway.app import gateway
+
+bp = Blueprint("motions", __name__)
+
+
+@bp.get("/motions")
+def motions() -> Response:
+    catalogue = gateway().catalogue
+    return jsonify(motions=catalogue.summary, defaults=list(catalogue.defaults))

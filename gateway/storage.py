@@ -1,0 +1,170 @@
+"""Where the GIFs go: a local folder (served by the gateway at /files/) or an S3 bucket.
+
+Keys come from the image's content hash and the render options (`animation_key`), so a
+repeated request finds its GIFs already stored. Writes are atomic (a local file appears
+complete or not at all; an S3 PUT is all-or-nothing) and a URL is only handed out for an
+object that was stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from urllib.parse import quote, urlparse
+
+from gateway.errors import StorageUnavailable
+
+# Bump when rendering changes what a key's GIF looks like, so old objects are not reused.
+RENDER_VERSION = 1
+
+
+def animation_key(image_sha256: str, options: dict, motion: str) -> str:
+    """`<2 hex>/<digest>/<motion>.gif`: the digest covers the image and every render option."""
+    canonical = json.dumps({"image": image_sha256, "v": RENDER_VERSION, **options}, sort_keys=True)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:40]
+    return f"{digest[:2]}/{digest}/{motion}.gif"
+
+
+class FileStorage:
+    """GIFs under a local folder; URLs point at the gateway's own /files/ route."""
+
+    def __init__(self, root: str | Path, public_base_url: str | None = None) -> None:
+        self.root = Path(root).resolve()
+        self.public_base_url = public_base_url
+
+    def path_of(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if not path.is_relative_to(self.root):
+            raise ValueError(f"key {key!r} leaves the storage folder")
+        return path
+
+    def exists(self, key: str) -> bool:
+        return self.path_of(key).is_file()
+
+    def put(self, key: str, data: bytes) -> None:
+        path = self.path_of(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".gif")
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(data)
+                os.replace(tmp, path)  # readers see the whole file or none
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError as exc:
+            raise StorageUnavailable(f"could not store the animation: {exc.strerror}") from exc
+
+    def url(self, key: str, host_url: str) -> str:
+        base = self.public_base_url or host_url.rstrip("/")
+        return f"{base}/files/{quote(key)}"
+
+    def missing(self) -> str | None:
+        """Why storage is not usable, or None."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return f"storage folder {self.root}: {exc.strerror}"
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            return f"storage folder {self.root} is not writable"
+        return None
+
+
+class S3Storage:
+    """GIFs in `s3://bucket/prefix`; presigned GET URLs unless PUBLIC_BASE_URL is set.
+
+    Credentials come from the standard AWS chain (environment, profile, instance role).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        endpoint_url: str | None,
+        public_base_url: str | None,
+        presign_expiry_s: int,
+        timeout_s: float,
+    ) -> None:
+        import boto3
+        from botocore.config import Config as BotoConfig
+
+        parsed = urlparse(url)
+        self.bucket = parsed.netloc
+        self.prefix = parsed.path.strip("/")
+        self.public_base_url = public_base_url
+        self.presign_expiry_s = presign_expiry_s
+        self.client = boto3.session.Session().client(
+            "s3",
+            endpoint_url=endpoint_url,
+            config=BotoConfig(
+                connect_timeout=min(timeout_s, 3.0),
+                read_timeout=timeout_s,
+                retries={"max_attempts": 2, "mode": "standard"},
+                signature_version="s3v4",
+                s3={"addressing_style": "path" if endpoint_url else "auto"},
+                max_pool_connections=32,
+            ),
+        )
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        self._errors = (BotoCoreError, ClientError)
+
+    def _object(self, key: str) -> str:
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self._object(key))
+            return True
+        except self._errors as exc:
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            if code in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise StorageUnavailable(f"storage lookup failed: {exc}") from exc
+
+    def put(self, key: str, data: bytes) -> None:
+        try:
+            self.client.put_object(
+                Bucket=self.bucket, Key=self._object(key), Body=data, ContentType="image/gif",
+                CacheControl="public, max-age=31536000, immutable",
+            )  # fmt: skip
+        except self._errors as exc:
+            raise StorageUnavailable(f"could not store the animation: {exc}") from exc
+
+    def url(self, key: str, host_url: str) -> str:
+        if self.public_base_url:
+            return f"{self.public_base_url}/{quote(self._object(key))}"
+        return self.client.generate_presigned_url(
+            "get_object",
+            Params={"Bucket": self.bucket, "Key": self._object(key)},
+            ExpiresIn=self.presign_expiry_s,
+        )
+
+    def missing(self) -> str | None:
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except self._errors as exc:
+            return f"bucket {self.bucket}: {exc}"
+        return None
+
+
+Storage = FileStorage | S3Storage
+
+
+def open_storage(
+    url: str,
+    *,
+    endpoint_url: str | None = None,
+    public_base_url: str | None = None,
+    presign_expiry_s: int = 86400,
+    timeout_s: float = 10.0,
+) -> Storage:
+    """The backend STORAGE_URL names: `file://PATH` or `s3://bucket/prefix`."""
+    if url.startswith("file://"):
+        return FileStorage(url.removeprefix("file://"), public_base_url)
+    if url.startswith("s3://") and urlparse(url).netloc:
+        return S3Storage(url, endpoint_url, public_base_url, presign_expiry_s, timeout_s)
+    raise ValueError(f"STORAGE_URL must be file://PATH or s3://bucket/prefix, got {url!r}")
