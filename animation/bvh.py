@@ -255,12 +255,12 @@ def load_bvh(path: str | Path) -> BVH:
     return parse_bvh(text, source=str(path))
 
 
-def _axis_rotations(axis: int, degrees: np.ndarray) -> np.ndarray:
+def axis_rotations(axis: int, degrees: np.ndarray) -> np.ndarray:
     """(F, 3, 3) rotation matrices about one coordinate axis."""
     a = np.radians(degrees)
     c, s = np.cos(a), np.sin(a)
     m = np.zeros((a.shape[0], 3, 3))
-    i, j = [k for k in range(3) if k != axis]
+    i, j = (axis + 1) % 3, (axis + 2) % 3  # cyclic, so that Ry has +sin at [0, 2]
     m[:, axis, axis] = 1.0
     m[:, i, i] = c
     m[:, j, j] = c
@@ -281,7 +281,7 @@ def local_transforms(bvh: BVH) -> tuple[np.ndarray, np.ndarray]:
             if chan.endswith("position"):
                 trans[:, j, axis] = values
             else:
-                rot[:, j] = rot[:, j] @ _axis_rotations(axis, values)
+                rot[:, j] = rot[:, j] @ axis_rotations(axis, values)
     return rot, trans
 
 

@@ -17,7 +17,6 @@ import numpy as np
 import yaml
 
 from animation.bvh import BVH, BVHError, load_bvh, rest_positions
-from animation.skeleton import JOINTS
 
 BVH_DIR = Path(__file__).resolve().parent.parent / "bvh"
 MOTION_TABLE = BVH_DIR / "motions.yaml"

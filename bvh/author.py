@@ -1,0 +1,451 @@
+"""Author the motions the project ships: key poses -> periodic splines -> BVH files.
+
+Run `python bvh/author.py` from the repository root; it rewrites `bvh/*.bvh` and
+`bvh/motions.yaml` byte for byte the same every time (no randomness, fixed formatting).
+
+The rig is a standard humanoid in centimetres, Y up, facing +Z, its left side on +X,
+rest pose a T-pose with the feet on the floor (y = 0). A key pose says, for a moment in
+the clip, where the hips are, how the spine, neck and head turn (Euler degrees), and which
+way each limb bone points (a direction in the chest frame for arms, in the hips frame
+for legs). Every channel of the key poses is interpolated with a periodic cubic spline, so
+a clip's last frame is its first; limb directions are renormalised and turned into joint
+rotations by the shortest swing from the parent bone, which never passes a singularity
+(no bone folds back 180 degrees onto its parent).
+
+To add a motion: write a function returning (duration_s, [(time_s, Pose), ...]) with the
+first key at 0 (the last key is implied, equal to the first), add it to MOTIONS, run this
+script, and look at it (`python -m animation render --motion NAME ...`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.interpolate import CubicSpline
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+
+from animation.bvh import BVH, axis_rotations, format_bvh, forward_kinematics  # noqa: E402
+
+FPS = 80  # frame time 0.0125 s is exact in decimal, so durations are too
+
+# name, parent, offset (cm). End Sites are the entries named "*_End".
+RIG: tuple[tuple[str, str | None, tuple[float, float, float]], ...] = (
+    ("Hips", None, (0.0, 95.0, 0.0)),
+    ("Spine", "Hips", (0.0, 10.0, 0.0)),
+    ("Spine1", "Spine", (0.0, 16.0, 0.0)),
+    ("Neck", "Spine1", (0.0, 22.0, 0.0)),
+    ("Head", "Neck", (0.0, 9.0, 1.0)),
+    ("Head_End", "Head", (0.0, 19.0, 0.0)),
+    ("LeftShoulder", "Spine1", (3.0, 18.0, 0.0)),
+    ("LeftArm", "LeftShoulder", (14.0, 0.0, 0.0)),
+    ("LeftForeArm", "LeftArm", (28.0, 0.0, 0.0)),
+    ("LeftHand", "LeftForeArm", (25.0, 0.0, 0.0)),
+    ("LeftHand_End", "LeftHand", (16.0, 0.0, 0.0)),
+    ("RightShoulder", "Spine1", (-3.0, 18.0, 0.0)),
+    ("RightArm", "RightShoulder", (-14.0, 0.0, 0.0)),
+    ("RightForeArm", "RightArm", (-28.0, 0.0, 0.0)),
+    ("RightHand", "RightForeArm", (-25.0, 0.0, 0.0)),
+    ("RightHand_End", "RightHand", (-16.0, 0.0, 0.0)),
+    ("LeftUpLeg", "Hips", (10.0, -5.0, 0.0)),
+    ("LeftLeg", "LeftUpLeg", (0.0, -42.0, 0.0)),
+    ("LeftFoot", "LeftLeg", (0.0, -42.0, 0.0)),
+    ("LeftToeBase", "LeftFoot", (0.0, -6.0, 13.0)),
+    ("LeftToeBase_End", "LeftToeBase", (0.0, 0.0, 6.0)),
+    ("RightUpLeg", "Hips", (-10.0, -5.0, 0.0)),
+    ("RightLeg", "RightUpLeg", (0.0, -42.0, 0.0)),
+    ("RightFoot", "RightLeg", (0.0, -42.0, 0.0)),
+    ("RightToeBase", "RightFoot", (0.0, -6.0, 13.0)),
+    ("RightToeBase_End", "RightToeBase", (0.0, 0.0, 6.0)),
+)
+NAMES = tuple(n for n, _, _ in RIG)
+PARENTS = np.array([-1 if p is None else NAMES.index(p) for _, p, _ in RIG])
+OFFSETS = np.array([o for _, _, o in RIG])
+STAND_HEIGHT = OFFSETS[0, 1]
+
+# Limb chains: (anchor joint whose frame the directions are given in, bones in order).
+ARMS = {"left": ("Spine1", ("LeftArm", "LeftForeArm", "LeftHand")),
+        "right": ("Spine1", ("RightArm", "RightForeArm", "RightHand"))}  # fmt: skip
+LEGS = {"left": ("Hips", ("LeftUpLeg", "LeftLeg", "LeftFoot")),
+        "right": ("Hips", ("RightUpLeg", "RightLeg", "RightFoot"))}  # fmt: skip
+ROTATED = ("Hips", "Spine", "Spine1", "Neck", "Head")
+
+DOWN = (0.0, -1.0, 0.0)
+FOOT_FLAT = (0.0, -6.0, 13.0)
+
+
+def v(x: float, y: float, z: float) -> np.ndarray:
+    a = np.array([x, y, z], dtype=np.float64)
+    return a / np.linalg.norm(a)
+
+
+def mirror(d: tuple[float, float, float] | np.ndarray) -> np.ndarray:
+    """The same direction for the other side of the body (x flipped)."""
+    return np.array([-d[0], d[1], d[2]], dtype=np.float64)
+
+
+@dataclass
+class Pose:
+    """One key pose. Euler angles are (about x, about y, about z) in degrees, applied z-x-y."""
+
+    # Hips: sideways and forward displacement, and the height of the lowest foot point
+    # above the floor (0 = standing on it), in cm; the hips' height follows from the legs.
+    hips: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    turn: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # ROTATED
+    arms: dict[str, tuple] = field(default_factory=dict)  # side -> (upper, fore[, hand])
+    legs: dict[str, tuple] = field(default_factory=dict)  # side -> (thigh, shin[, foot])
+
+    def channels(self) -> np.ndarray:
+        """Flat vector of everything that gets a spline."""
+        out = [np.array(self.hips, dtype=np.float64)]
+        out += [np.array(self.turn.get(j, (0.0, 0.0, 0.0)), dtype=np.float64) for j in ROTATED]
+        for side in ARMS:
+            upper, fore, *hand = self.arms.get(side, ARM_REST[side])
+            out += [v(*d) for d in (upper, fore, hand[0] if hand else fore)]
+        for side in LEGS:
+            thigh, shin, *foot = self.legs.get(side, LEG_REST[side])
+            out += [v(*d) for d in (thigh, shin, foot[0] if foot else FOOT_FLAT)]
+        return np.concatenate(out)
+
+
+ARM_REST = {"left": (v(0.15, -1, 0.05), v(0.1, -1, 0.15)),
+            "right": (mirror(v(0.15, -1, 0.05)), mirror(v(0.1, -1, 0.15)))}  # fmt: skip
+LEG_REST = {side: (v(0, -1, 0), v(0, -1, 0), v(*FOOT_FLAT)) for side in ("left", "right")}
+
+
+# ---- rotations ------------------------------------------------------------------------
+
+
+def euler_matrix(deg: np.ndarray) -> np.ndarray:
+    """(F, 3) degrees about x, y, z -> (F, 3, 3) rotations R = Rz @ Rx @ Ry."""
+    x, y, z = deg.T
+    return axis_rotations(2, z) @ axis_rotations(0, x) @ axis_rotations(1, y)
+
+
+def swing(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(F, 3, 3) shortest rotations taking unit vectors a onto b (never near-opposite here)."""
+    axis = np.cross(a, b)
+    cos = np.einsum("fi,fi->f", a, b)
+    k = np.zeros((a.shape[0], 3, 3))
+    k[:, 0, 1], k[:, 0, 2], k[:, 1, 2] = -axis[:, 2], axis[:, 1], -axis[:, 0]
+    k = k - k.transpose(0, 2, 1)
+    if np.any(cos < -0.9):
+        raise ValueError("a bone folds back onto its parent; change the key pose")
+    # Rodrigues for unnormalised axis: I + K + K^2 / (1 + cos)
+    return np.eye(3) + k + (k @ k) / (1 + cos)[:, None, None]
+
+
+def to_euler(r: np.ndarray, order: str) -> np.ndarray:
+    """(F, 3, 3) -> (F, 3) degrees for R = R_order[0] @ R_order[1] @ R_order[2]."""
+    i, j, k = ("XYZ".index(c) for c in order)
+    s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
+    b = np.arcsin(np.clip(s * r[:, i, k], -1, 1))
+    a = np.arctan2(-s * r[:, j, k], r[:, k, k])
+    c = np.arctan2(-s * r[:, i, j], r[:, i, i])
+    return np.degrees(np.stack([a, b, c], axis=1))
+
+
+def _unwrap(deg: np.ndarray) -> np.ndarray:
+    return np.degrees(np.unwrap(np.radians(deg), axis=0))
+
+
+def best_order(local: np.ndarray) -> str:
+    """The Euler order whose middle angle stays furthest from gimbal lock over the clip."""
+    orders = ["".join(p) for p in itertools.permutations("XYZ")]
+    return min(orders, key=lambda o: (np.max(np.abs(to_euler(local, o)[:, 1])), orders.index(o)))
+
+
+# ---- clip -> BVH --------------------------------------------------------------------
+
+
+def world_rotations(track: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-frame world rotations of every rotating joint from the spline samples."""
+    n = track.shape[0]
+    hips_pos, turns, rest = track[:, :3], track[:, 3:18], track[:, 18:]
+    world: dict[str, np.ndarray] = {}
+    for k, joint in enumerate(ROTATED):
+        local = euler_matrix(turns[:, 3 * k : 3 * k + 3])
+        parent = NAMES[PARENTS[NAMES.index(joint)]] if joint != "Hips" else None
+        world[joint] = local if parent is None else world[parent] @ local
+    dirs = rest.reshape(n, -1, 3)
+    dirs = dirs / np.linalg.norm(dirs, axis=2, keepdims=True)
+    col = 0
+    for chains in (ARMS, LEGS):
+        for anchor, bones in chains.values():
+            first = bones[0]
+            parent = NAMES[PARENTS[NAMES.index(first)]]
+            world.setdefault(parent, world[anchor])
+            current = world[parent]
+            for bone in bones:
+                child = next(c for c in range(len(NAMES)) if PARENTS[c] == NAMES.index(bone))
+                rest_dir = OFFSETS[child] / np.linalg.norm(OFFSETS[child])
+                now = current @ rest_dir
+                target = np.einsum("fab,fb->fa", world[anchor], dirs[:, col])
+                current = swing(now, target) @ current
+                world[bone] = current
+                col += 1
+    world["hips_pos"] = hips_pos
+    return world
+
+
+def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]]) -> BVH:
+    times = np.array([t for t, _ in keys] + [duration])
+    values = np.stack([p.channels() for _, p in keys] + [keys[0][1].channels()])
+    spline = CubicSpline(times, values, bc_type="periodic", axis=0)
+    n_frames = int(round(duration * FPS)) + 1
+    track = spline(np.arange(n_frames) / FPS)
+    world = world_rotations(track)
+
+    channels: list[tuple[str, ...]] = []
+    columns: list[np.ndarray] = []
+    for j, name in enumerate(NAMES):
+        if name.endswith("_End"):
+            channels.append(())
+            continue
+        w = world.get(name)
+        if w is None:  # clavicles and toes ride on their parents
+            w = world[NAMES[PARENTS[j]]]
+            world[name] = w
+        parent = NAMES[PARENTS[j]] if PARENTS[j] >= 0 else None
+        local = w if parent is None else np.einsum("fba,fbc->fac", world[parent], w)
+        order = best_order(local)
+        chans = tuple(f"{c}rotation" for c in order)
+        if parent is None:
+            chans = ("Xposition", "Yposition", "Zposition", *chans)
+            columns.append(OFFSETS[0] + world["hips_pos"] * [1, 0, 1])
+        channels.append(chans)
+        columns.append(_unwrap(to_euler(local, order)))
+    motion = np.concatenate(columns, axis=1)
+    offsets = OFFSETS.copy()
+    offsets[0] = 0.0  # the root's position channels carry its height
+    bvh = BVH(NAMES, PARENTS.copy(), offsets, tuple(channels), 1.0 / FPS, motion, "author")
+    # Put the lowest foot point at the key poses' lift above the floor: grounded feet
+    # neither sink nor float, whatever the legs do.
+    feet = [NAMES.index(n) for n in NAMES if "Foot" in n or "Toe" in n]
+    lowest = forward_kinematics(bvh)[:, feet, 1].min(axis=1)
+    motion[:, 1] += world["hips_pos"][:, 1] - lowest
+    return bvh
+
+
+# ---- the motions ----------------------------------------------------------------------
+
+
+def dab() -> tuple[float, list[tuple[float, Pose]]]:
+    """Stand, dab to the left, stand, dab to the right: head dips into the bent elbow."""
+    stand = Pose(legs={s: (v(0, -1, 0), v(0, -1, 0)) for s in ("left", "right")})
+    # Dab to the figure's left: left arm straight up-out, right arm across the face with
+    # its forearm parallel to the left arm; head bowed into the right elbow.
+    straight = v(0.72, 0.62, 0.2)
+    across_upper = v(0.75, 0.25, 0.62)
+    left_dab = Pose(
+        hips=(-2.0, 0.0, 0.0),
+        turn={"Spine": (5, 0, -4), "Spine1": (6, 0, -3), "Neck": (25, 0, -20), "Head": (15, 0, -6)},
+        arms={"left": (straight, straight), "right": (across_upper, straight)},
+        legs={"left": (v(0.25, -1, 0.1), v(0.1, -1, 0)),
+              "right": (v(-0.12, -1, 0.1), v(-0.12, -1, -0.05))},
+    )  # fmt: skip
+    right_dab = mirror_pose(left_dab)
+    return 4.0, [
+        (0.0, stand),
+        (0.55, left_dab),
+        (1.0, left_dab),
+        (1.45, left_dab),
+        (2.0, stand),
+        (2.55, right_dab),
+        (3.0, right_dab),
+        (3.45, right_dab),
+    ]
+
+
+def mirror_pose(p: Pose) -> Pose:
+    """The pose with left and right swapped (x mirrored)."""
+    hx, hy, hz = p.hips
+
+    def turn(t):  # mirroring in x negates rotations about y and z
+        return (t[0], -t[1], -t[2])
+
+    def flip(dirs):
+        return tuple(mirror(d) for d in dirs)
+
+    other = {"left": "right", "right": "left"}
+    return Pose(
+        hips=(-hx, hy, hz),
+        turn={j: turn(t) for j, t in p.turn.items()},
+        arms={other[s]: flip(d) for s, d in p.arms.items()},
+        legs={other[s]: flip(d) for s, d in p.legs.items()},
+    )
+
+
+def jumping() -> tuple[float, list[tuple[float, Pose]]]:
+    """Crouch, take off with an arm swing, airborne tuck, land, absorb, stand."""
+    stand = Pose()
+    crouch = Pose(
+        hips=(0.0, 0.0, -4.0),
+        turn={"Spine": (18, 0, 0), "Spine1": (10, 0, 0), "Neck": (-12, 0, 0)},
+        arms={"left": (v(0.35, -0.8, -0.5), v(0.3, -0.7, -0.6)),
+              "right": (mirror(v(0.35, -0.8, -0.5)), mirror(v(0.3, -0.7, -0.6)))},
+        legs={"left": (v(0.5, -0.5, 0.7), v(0.25, -1, -0.45), v(0.1, -0.4, 1)),
+              "right": (v(-0.5, -0.5, 0.7), v(-0.25, -1, -0.45), v(-0.1, -0.4, 1))},
+    )  # fmt: skip
+    takeoff = Pose(
+        hips=(0.0, 2.0, 0.0),
+        turn={"Spine": (-4, 0, 0)},
+        arms={"left": (v(0.45, 1, 0.2), v(0.4, 1, 0.1)),
+              "right": (mirror(v(0.45, 1, 0.2)), mirror(v(0.4, 1, 0.1)))},
+        legs={s: (v(0, -1, 0), v(0, -1, -0.05), v(0, -1, 0.5)) for s in ("left", "right")},
+    )  # fmt: skip
+    apex = Pose(
+        hips=(0.0, 38.0, 0.0),
+        turn={"Spine": (-2, 0, 0)},
+        arms={"left": (v(1, 0.9, 0.1), v(1, 1.2, 0)),
+              "right": (mirror(v(1, 0.9, 0.1)), mirror(v(1, 1.2, 0)))},
+        legs={"left": (v(0.45, -0.7, 0.5), v(0.3, -1, -0.3), v(0, -0.5, 1)),
+              "right": (v(-0.45, -0.7, 0.5), v(-0.3, -1, -0.3), v(0, -0.5, 1))},
+    )  # fmt: skip
+    land = Pose(
+        hips=(0.0, 0.0, 0.0),
+        arms={"left": (v(1, 0.2, 0.2), v(1, 0.1, 0.2)),
+              "right": (mirror(v(1, 0.2, 0.2)), mirror(v(1, 0.1, 0.2)))},
+        legs={s: (v(0, -1, 0.02), v(0, -1, 0), v(0, -0.5, 1)) for s in ("left", "right")},
+    )  # fmt: skip
+    absorb = Pose(
+        hips=(0.0, 0.0, -3.0),
+        turn={"Spine": (14, 0, 0), "Neck": (-8, 0, 0)},
+        arms={"left": (v(0.8, -0.5, 0.3), v(0.6, -0.4, 0.7)),
+              "right": (mirror(v(0.8, -0.5, 0.3)), mirror(v(0.6, -0.4, 0.7)))},
+        legs={"left": (v(0.45, -0.6, 0.6), v(0.2, -1, -0.4), v(0.1, -0.4, 1)),
+              "right": (v(-0.45, -0.6, 0.6), v(-0.2, -1, -0.4), v(-0.1, -0.4, 1))},
+    )  # fmt: skip
+    return 2.2, [
+        (0.0, stand),
+        (0.45, crouch),
+        (0.7, takeoff),
+        (0.95, apex),
+        (1.2, land),
+        (1.45, absorb),
+    ]
+
+
+def wave_hello() -> tuple[float, list[tuple[float, Pose]]]:
+    """The right hand up, the forearm swinging side to side at the elbow, the body swaying."""
+    upper = mirror(v(0.85, 0.35, 0.15))
+    out, inn = mirror(v(0.95, 0.8, 0.15)), mirror(v(-0.5, 1, 0.15))
+
+    def pose(fore, sway):
+        return Pose(
+            hips=(2.5 * sway, 0.0, 0.0),
+            turn={"Spine": (0, 0, 3 * sway), "Spine1": (0, 0, 2 * sway),
+                  "Neck": (4, 0, -6 * sway), "Head": (0, 8, -6)},
+            arms={"right": (upper, fore, fore)},
+            legs={"left": (v(-0.03 * sway, -1, 0), v(0, -1, 0)),
+                  "right": (v(-0.03 * sway, -1, 0), v(0, -1, 0))},
+        )  # fmt: skip
+
+    keys = []
+    n_swings = 6
+    for k in range(n_swings):
+        sway = np.cos(2 * np.pi * k / n_swings)
+        keys.append((0.4 * k, pose(out if k % 2 == 0 else inn, sway)))
+    return 0.4 * n_swings, keys
+
+
+def zombie() -> tuple[float, list[tuple[float, Pose]]]:
+    """A shambling walk in place: arms stretched forward, stiff legs, lurching, head lolling."""
+    # Arms reach forward and a little out; their best-fit plane shows them at full length.
+    droop_l = v(0.3, -0.12, 1)
+
+    def step(side: str, phase: str) -> Pose:
+        s = 1.0 if side == "left" else -1.0  # the leg that steps
+        lift = phase == "lift"
+        swing_leg = (
+            (v(0.28 * s, -1, 0.35), v(0.22 * s, -1, 0.05), v(0.1 * s, -0.6, 1))
+            if lift
+            else (v(0.12 * s, -1, 0.12), v(0.1 * s, -1, 0.05))
+        )
+        plant = (v(0.05 * s, -1, -0.12), v(0.05 * s, -1, -0.12))
+        bob = 0.15 if lift else 1.0
+        arms = {"left": (v(0.35, 0.05 + 0.2 * s * bob, 1), droop_l),
+                "right": (mirror(v(0.35, 0.05 - 0.2 * s * bob, 1)), mirror(droop_l))}  # fmt: skip
+        return Pose(
+            hips=(-4.5 * s, 0.0, 0.0),
+            turn={"Hips": (0, 8 * s, 7 * s if lift else 3 * s),
+                  "Spine": (8, -4 * s, -4 * s), "Spine1": (4, 0, -2 * s),
+                  "Neck": (12, 10, 24), "Head": (6, 6, 8 + 4 * s)},
+            arms=arms,
+            legs={side: swing_leg, ("right" if side == "left" else "left"): plant},
+        )  # fmt: skip
+
+    return 2.8, [
+        (0.0, step("left", "lift")),
+        (0.7, step("left", "down")),
+        (1.4, step("right", "lift")),
+        (2.1, step("right", "down")),
+    ]
+
+
+MOTIONS = {
+    "dab": (dab, "a dab to each side: head into one elbow, the other arm up and out"),
+    "jumping": (jumping, "crouch, take off, airborne, land, absorb"),
+    "wave_hello": (wave_hello, "a friendly wave with the right hand, body swaying"),
+    "zombie": (zombie, "a shambling zombie walk in place, arms stretched forward"),
+}
+# Limb groups shown in their own best-fit plane: arms that reach forward.
+LIMB_PROJECTION = {"zombie": {"left_arm": "best_fit", "right_arm": "best_fit"}}
+
+BONES = {
+    "hip": ("Hips", "Spine1"), "torso": ("Hips", "Spine1"), "neck": ("Neck", "Head_End"),
+    "left_shoulder": ("Spine1", "LeftArm"), "left_elbow": ("LeftArm", "LeftForeArm"),
+    "left_hand": ("LeftForeArm", "LeftHand"),
+    "right_shoulder": ("Spine1", "RightArm"), "right_elbow": ("RightArm", "RightForeArm"),
+    "right_hand": ("RightForeArm", "RightHand"),
+    "left_hip": ("Hips", "LeftUpLeg"), "left_knee": ("LeftUpLeg", "LeftLeg"),
+    "left_foot": ("LeftLeg", "LeftFoot"),
+    "right_hip": ("Hips", "RightUpLeg"), "right_knee": ("RightUpLeg", "RightLeg"),
+    "right_foot": ("RightLeg", "RightFoot"),
+}  # fmt: skip
+
+
+def motion_table() -> str:
+    """The text of bvh/motions.yaml (written by hand-rolled YAML to keep it stable)."""
+    lines = [
+        "# Motions the service ships. Generated by bvh/author.py; edit that, then rerun it.",
+        "# bones: character joint -> [from, to] BVH joints; the character bone ending at that",
+        "# joint points the way from -> to does, projected onto the picture plane.",
+        "# projection: front | best_fit (per limb group in limb_projection).",
+        "motions:",
+    ]
+    for name, (_, description) in MOTIONS.items():
+        lines += [
+            f"  {name}:",
+            f"    file: {name}.bvh",
+            f"    description: {json.dumps(description)}",
+            "    start_frame: 0",
+            "    end_frame: null",
+            "    up: y",
+            "    projection: front",
+        ]
+        limbs = LIMB_PROJECTION.get(name)
+        if limbs:
+            lines.append(
+                "    limb_projection: {" + ", ".join(f"{k}: {v}" for k, v in limbs.items()) + "}"
+            )
+        lines.append("    bones:")
+        lines += [f"      {j}: [{a}, {b}]" for j, (a, b) in BONES.items()]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    for name, (make, _) in MOTIONS.items():
+        duration, keys = make()
+        (ROOT / f"{name}.bvh").write_text(format_bvh(clip_to_bvh(duration, keys)))
+    (ROOT / "motions.yaml").write_text(motion_table())
+
+
+if __name__ == "__main__":
+    main()
