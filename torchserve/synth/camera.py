@@ -29,12 +29,19 @@ PHOTO = {
 
 
 @functools.cache
-def sensor_noise() -> np.ndarray:
-    return np.random.default_rng(777).standard_normal((1024, 1024)).astype(np.float32)
+def fibre_and_noise() -> np.ndarray:
+    """Fixed zero-mean texture: soft paper fibre plus pixel noise, cropped at random."""
+    rng = np.random.default_rng(777)
+    pixel = rng.standard_normal((1024, 1024)).astype(np.float32)
+    fibre = cv2.GaussianBlur(rng.standard_normal((1024, 1024)).astype(np.float32), (0, 0), 1.5)
+    return pixel * 0.7 + fibre * (0.7 / fibre.std())
 
 
-def light(rng: np.random.Generator, img: np.ndarray, photo: str) -> None:
-    """Uneven light, a colour cast, a soft shadow and sensor noise, in place (float 0..1)."""
+def light(rng: np.random.Generator, img: np.ndarray, photo: str, fibre: float) -> None:
+    """Uneven light, a colour cast, a soft shadow, paper fibre and sensor noise, in place.
+
+    Everything on the sheet multiplies the paper, so all of it folds into one per-pixel
+    factor and one pass over the image (this is the generator's hot spot)."""
     h, w = img.shape[:2]
     strength, shadow_p = PHOTO[photo][3], PHOTO[photo][4]
     # Lighting varies slowly: compute it on a coarse grid and upsample.
@@ -61,12 +68,11 @@ def light(rng: np.random.Generator, img: np.ndarray, photo: str) -> None:
         cv2.fillPoly(shade, [np.round(pts * (gw - 1, gh - 1)).astype(np.int32)], 1.0)
         shade = cv2.GaussianBlur(shade, (0, 0), rng.uniform(1.5, 5))
         field *= 1.0 - shade * rng.uniform(0.15, 0.45)
-    field = cv2.resize(field, (w, h), interpolation=cv2.INTER_LINEAR)
-    tint = np.float32([1.0, 1.0, 1.0]) + rng.normal(0, 0.03, 3).astype(np.float32)
-    tint *= rng.uniform(0.82, 1.02)
-    noise = texture_crop(rng, sensor_noise(), h, w) * np.float32(rng.uniform(0.004, 0.025))
-    img *= field[..., None] * tint
-    img += noise[..., None]
+    field *= rng.uniform(0.82, 1.02)  # exposure
+    factor = cv2.resize(field, (w, h), interpolation=cv2.INTER_LINEAR)
+    grain = texture_crop(rng, fibre_and_noise(), h, w)
+    factor *= 1.0 + grain * np.float32(fibre + rng.uniform(0.004, 0.02))
+    img *= factor[..., None]
 
 
 def homography(rng: np.random.Generator, h: int, w: int, photo: str) -> np.ndarray:
@@ -109,5 +115,7 @@ def jpeg(rng: np.random.Generator, img: np.ndarray) -> np.ndarray:
     if rng.random() < 0.3:
         return img
     quality = int(rng.integers(30, 96))
-    ok, buf = cv2.imencode(".jpg", img[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, quality])
-    return cv2.imdecode(buf, cv2.IMREAD_COLOR)[..., ::-1]
+    ok, buf = cv2.imencode(
+        ".jpg", cv2.cvtColor(img, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality]
+    )
+    return cv2.cvtColor(cv2.imdecode(buf, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)

@@ -103,6 +103,16 @@ def _limb(rng, root: np.ndarray, side: int, pose, lengths) -> tuple[np.ndarray, 
     return mid, end
 
 
+def _crosses_head(path: np.ndarray, rx: float, ry: float) -> bool:
+    """Whether an arm (shoulder, elbow, wrist) passes over the head, bar where it starts."""
+    t = np.linspace(0.0, 1.0, 9)[:, None]
+    shoulder, elbow, wrist = path
+    pts = np.concatenate(
+        [shoulder + (elbow - shoulder) * (0.5 + t / 2), elbow + (wrist - elbow) * t]
+    )
+    return bool((((pts[:, 0] / rx) ** 2 + (pts[:, 1] / ry) ** 2) < 1.0).any())
+
+
 def _arm_poses(rng, arms: str) -> tuple[str, str]:
     """(figure's left, figure's right) arm pose names for an `arms` style."""
     if arms == "wave":
@@ -205,7 +215,14 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
         arm_poses,
         strict=True,
     ):
-        kp[e_i], kp[w_i] = _limb(rng, kp[s_i], side, ARM_POSES[pose], arm)
+        # Children draw arms around the head, not across the face: re-draw, then give up
+        # on raised arms for this head.
+        for attempt in range(6):
+            kp[e_i], kp[w_i] = _limb(rng, kp[s_i], side, ARM_POSES[pose], arm)
+            if not _crosses_head(kp[[s_i, e_i, w_i]], rx * 1.15, ry * 1.15):
+                break
+            if attempt == 2:
+                pose = "out"
     for (h_i, k_i, a_i, side), pose in zip(
         ((L_HIP, L_KNEE, L_ANKLE, 1), (R_HIP, R_KNEE, R_ANKLE, -1)),
         _leg_poses(rng, styles["legs"]),

@@ -86,7 +86,7 @@ def generate(
     figure = _tilt(rng, build_figure(rng, style), 8.0)
     lo, hi = figure.bounds()
     fw, fh = hi - lo
-    margin = 6 * scale + 4
+    margin = 10 * scale + 4
     height = rng.uniform(0.2, 0.9) * h
     k = min(height / fh, (w - 2 * margin) / fw, (h - 2 * margin) / fh)
     bw, bh = fw * k, fh * k
@@ -96,7 +96,7 @@ def generate(
     # Strokes are thinner when the whole drawing is small; a crayon is a crayon, though.
     stroke_scale = float(np.clip(bh / (0.6 * h), 0.5, 1.0))
 
-    sheet = paper(rng, style["paper"], h, w, scale)
+    sheet, fibre = paper(rng, style["paper"], h, w, scale)
     layout = Layout(h, w)
     pad = 0.04 * bh + margin
     layout.take((x0 - pad, y0 - pad, x0 + bw + pad, y0 + bh + pad))
@@ -116,11 +116,15 @@ def generate(
         ink.composite(sheet, mask)
     keypoints = to_px(figure.keypoints)
 
-    camera.light(rng, sheet, style["photo"])
+    camera.light(rng, sheet, style["photo"], fibre)
     sheet_u8 = cv2.convertScaleAbs(sheet, alpha=255.0)
 
     # The camera must keep the whole figure in frame; retry the angle, else shoot square-on.
-    corners = np.float32([(x0, y0), (x0 + bw, y0), (x0 + bw, y0 + bh), (x0, y0 + bh)])
+    # The figure's extent as drawn (strokes stick out of fig_box by their width and wobble).
+    mx, my, mw, mh = cv2.boundingRect(mask.view(np.uint8))
+    ex0, ey0 = min(mx, keypoints[:, 0].min()), min(my, keypoints[:, 1].min())
+    ex1, ey1 = max(mx + mw, keypoints[:, 0].max()), max(my + mh, keypoints[:, 1].max())
+    corners = np.float32([(ex0, ey0), (ex1, ey0), (ex1, ey1), (ex0, ey1)])
     H = np.eye(3)
     for _ in range(6):
         cand = camera.homography(rng, h, w, style["photo"])
@@ -129,7 +133,16 @@ def generate(
             H = cand
             break
     photo = camera.jpeg(rng, camera.shoot(rng, sheet_u8, H, style["photo"]))
-    mask_u8 = cv2.warpPerspective(mask.view(np.uint8), H, (w, h), flags=cv2.INTER_NEAREST)
+    # Only the figure's box needs warping for the mask: warp into that window alone.
+    moved = cv2.perspectiveTransform(corners[None], H)[0]
+    rx0, ry0 = np.floor(moved.min(axis=0)).astype(int) - 2
+    rx1, ry1 = np.ceil(moved.max(axis=0)).astype(int) + 3
+    rx0, ry0, rx1, ry1 = max(rx0, 0), max(ry0, 0), min(rx1, w), min(ry1, h)
+    shift = np.array([[1, 0, -rx0], [0, 1, -ry0], [0, 0, 1]], float)
+    mask_u8 = np.zeros((h, w), np.uint8)
+    mask_u8[ry0:ry1, rx0:rx1] = cv2.warpPerspective(
+        mask.view(np.uint8), shift @ H, (rx1 - rx0, ry1 - ry0), flags=cv2.INTER_NEAREST
+    )
     kp = cv2.perspectiveTransform(keypoints[None].astype(np.float64), H)[0]
 
     x, y, mw, mh = cv2.boundingRect(mask_u8)

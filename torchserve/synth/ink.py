@@ -101,29 +101,37 @@ def pick_colour(rng: np.random.Generator, medium: str, dark: bool = False) -> np
 
 def resample(points: np.ndarray, step: float) -> np.ndarray:
     """Points every `step` px along a polyline (ends kept)."""
-    seg = np.linalg.norm(np.diff(points, axis=0), axis=1)
-    length = np.concatenate([[0.0], np.cumsum(seg)])
-    if length[-1] < 1e-6:
+    d = np.diff(points, axis=0)
+    length = np.concatenate([[0.0], np.cumsum(np.hypot(d[:, 0], d[:, 1]))])
+    total = length[-1]
+    if total < 1e-6:
         return points[:1].repeat(2, axis=0)
-    n = max(2, int(np.ceil(length[-1] / step)) + 1)
-    t = np.linspace(0.0, length[-1], n)
-    return np.stack([np.interp(t, length, points[:, 0]), np.interp(t, length, points[:, 1])], 1)
+    n = max(2, int(np.ceil(total / step)) + 1)
+    t = np.arange(n) * (total / (n - 1))
+    out = np.empty((n, 2))
+    out[:, 0] = np.interp(t, length, points[:, 0])
+    out[:, 1] = np.interp(t, length, points[:, 1])
+    return out
 
 
 def wobble(rng: np.random.Generator, points: np.ndarray, amp: float, step: float = 4.0):
     """Resample a path and bend it sideways with smooth low-frequency tremor."""
     pts = resample(points, step)
-    if amp <= 0 or len(pts) < 3:
+    n = len(pts)
+    if amp <= 0 or n < 3:
         return pts
-    d = np.gradient(pts, axis=0)
-    normal = np.stack([-d[:, 1], d[:, 0]], 1)
-    normal /= np.linalg.norm(normal, axis=1, keepdims=True) + 1e-9
-    s = np.arange(len(pts)) * step
-    offset = np.zeros(len(pts))
-    for wavelength in (rng.uniform(40, 120), rng.uniform(12, 30)):
-        offset += np.sin(2 * np.pi * s / wavelength + rng.uniform(0, 2 * np.pi))
-    offset = offset * (amp / 2) + rng.normal(0, amp * 0.15, len(pts))
-    return pts + normal * offset[:, None]
+    d = np.empty_like(pts)
+    d[1:-1] = pts[2:] - pts[:-2]
+    d[0], d[-1] = pts[1] - pts[0], pts[-1] - pts[-2]
+    norm = np.hypot(d[:, 0], d[:, 1]) + 1e-9
+    # Two sine waves along the path: a slow drift of the hand and a faster tremor.
+    r = rng.random(4)
+    s = np.arange(n) * (2 * np.pi * step)
+    offset = np.sin(s / (40 + 80 * r[0]) + 6.3 * r[1]) + np.sin(s / (12 + 18 * r[2]) + 6.3 * r[3])
+    offset = (offset * (amp / 2) + rng.normal(0, amp * 0.15, n)) / norm
+    pts[:, 0] -= d[:, 1] * offset
+    pts[:, 1] += d[:, 0] * offset
+    return pts
 
 
 class Ink:
@@ -166,23 +174,25 @@ class Ink:
             n = len(pts)
             extra = int(abs(over) * n)
             pts = np.concatenate([pts, pts[: extra + 1]]) if over > 0 else pts[: max(2, n - extra)]
-        step = max(2.5, width * 0.8)
+        step = max(3.0, width * 0.8)
         amp = self.medium.wobble * self.scale * tremor * self.rng.uniform(0.5, 1.5)
         pts = wobble(self.rng, pts, amp, step)
         self._grow(pts, width + 2)
         med = self.medium
         # Chunks of a few points, each with its own pressure; some chunks skipped (gaps).
         chunk = int(self.rng.integers(3, 8))
+        starts = np.arange(0, len(pts) - 1, chunk)
         pressure = 1 + med.pressure * np.sin(
-            np.arange(0, len(pts), chunk) * self.rng.uniform(0.2, 0.9) + self.rng.uniform(0, 6)
+            starts * self.rng.uniform(0.2, 0.9) + self.rng.uniform(0, 6)
         )
+        widths = np.maximum(1, np.round(width * pressure)).astype(int)
+        skip = self.rng.random(len(starts)) < med.gaps
+        skip[0] = skip[-1] = False  # the ends are where the joints are: always drawn
+        ipts = np.round(pts * 4).astype(np.int32)
         by_width: dict[int, list[np.ndarray]] = {}
-        for i, start in enumerate(range(0, len(pts) - 1, chunk)):
-            if med.gaps and self.rng.random() < med.gaps and 0 < start < len(pts) - chunk:
-                continue
-            seg = pts[start : start + chunk + 1]
-            w = max(1, int(round(width * pressure[i])))
-            by_width.setdefault(w, []).append(np.round(seg * 4).astype(np.int32))
+        for start, w, gap in zip(starts.tolist(), widths.tolist(), skip.tolist(), strict=True):
+            if not gap:
+                by_width.setdefault(w, []).append(ipts[start : start + chunk + 1])
         for w, segs in by_width.items():
             cv2.polylines(self.layer, segs, False, 255, w, cv2.LINE_AA, shift=2)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .ink import Ink, grain_texture, pick_colour, texture_crop
+from .ink import Ink, pick_colour
 
 PAPER_BASE = {
     "white": [(250, 250, 248), (244, 245, 247), (252, 251, 246)],
@@ -23,20 +23,26 @@ PAPER_BASE = {
 }
 
 
-def paper(rng: np.random.Generator, kind: str, h: int, w: int, scale: float) -> np.ndarray:
-    """A sheet filling the whole frame (float32 RGB 0..1), ruled or squared if asked."""
-    base_kind = "white" if kind in ("lined", "squared") and rng.random() < 0.75 else kind
-    base_kind = "cream" if base_kind in ("lined", "squared") else base_kind
+def paper(
+    rng: np.random.Generator, kind: str, h: int, w: int, scale: float
+) -> tuple[np.ndarray, float]:
+    """A sheet filling the frame (float32 RGB 0..1), ruled or squared if asked, and how
+    much fibre texture it shows (applied later, with the light, in one pass)."""
+    base_kind = kind
+    if kind in ("lined", "squared"):
+        base_kind = "white" if rng.random() < 0.75 else "cream"
     options = PAPER_BASE[base_kind]
     colour = np.array(options[int(rng.integers(len(options)))], np.float32)
-    colour = np.clip(colour + rng.normal(0, 4, 3), 0, 255)
-    img = np.empty((h, w, 3), np.uint8)
-    img[:] = colour.astype(np.uint8)
-    line_colour = tuple(
-        int(v)
-        for v in np.array([(160, 190, 230), (150, 175, 210), (175, 175, 180)][int(rng.integers(3))])
-        + rng.normal(0, 8, 3)
+    colour = np.clip(colour + rng.normal(0, 4, 3), 0, 255) / 255.0
+    colour *= 1.0 + rng.normal(0, 0.03, 3)  # the light's colour cast, folded into the paper
+    img = np.empty((h, w, 3), np.float32)
+    img[:] = colour
+    ruling = np.array(
+        [(0.6, 0.72, 0.92), (0.55, 0.66, 0.85), (0.65, 0.65, 0.68)][int(rng.integers(3))]
     )
+    # Printed rules are faint next to a child's strokes; some papers barely show them.
+    ruling = colour + (ruling + rng.normal(0, 0.03, 3) - colour) * rng.uniform(0.35, 0.95)
+    line_colour = tuple(float(v) for v in np.clip(ruling, 0, 1))
     thick = 1 if scale < 1.4 else 2
     if kind == "lined":
         gap = rng.uniform(16, 30) * scale
@@ -46,7 +52,7 @@ def paper(rng: np.random.Generator, kind: str, h: int, w: int, scale: float) -> 
             y += gap
         if rng.random() < 0.6:  # the red margin
             x = int(rng.uniform(0.05, 0.15) * w)
-            cv2.line(img, (x, 0), (x, h), (225, 120, 130), thick, cv2.LINE_AA)
+            cv2.line(img, (x, 0), (x, h), (0.88, 0.47, 0.5), thick, cv2.LINE_AA)
     elif kind == "squared":
         gap = rng.uniform(10, 22) * scale
         for offset, size, vertical in (
@@ -58,11 +64,9 @@ def paper(rng: np.random.Generator, kind: str, h: int, w: int, scale: float) -> 
                 p1, p2 = ((int(v), 0), (int(v), h)) if vertical else ((0, int(v)), (w, int(v)))
                 cv2.line(img, p1, p2, line_colour, 1, cv2.LINE_AA)
                 v += gap
-    out = img.astype(np.float32) * (1.0 / 255.0)
-    # Paper fibre: a faint texture, stronger on coloured construction paper.
-    strength = rng.uniform(0.01, 0.05) if kind == "coloured" else rng.uniform(0.0, 0.025)
-    out *= (1.0 - strength) + strength * texture_crop(rng, grain_texture("fine"), h, w)[..., None]
-    return out
+    # Fibre shows most on coloured construction paper.
+    fibre = rng.uniform(0.01, 0.05) if kind == "coloured" else rng.uniform(0.0, 0.025)
+    return img, float(fibre)
 
 
 class Layout:

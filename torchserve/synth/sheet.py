@@ -41,9 +41,10 @@ def annotate(sample: Sample, cell: int) -> np.ndarray:
         if sample.keypoints[i, 2] > 0:
             cv2.circle(tile, tuple(np.round(p).astype(int)), 2, _side(i), -1, cv2.LINE_AA)
     label = f"{sample.style['body']}/{sample.style['medium']}/{sample.style['paper']}"
-    cv2.putText(tile, label, (3, cell - 5), cv2.FONT_HERSHEY_PLAIN, 0.8, (0, 0, 0), 3, cv2.LINE_AA)
+    (tw, th), _ = cv2.getTextSize(label, cv2.FONT_HERSHEY_PLAIN, 0.9, 1)
+    cv2.rectangle(tile, (0, cell - th - 8), (tw + 6, cell), (0, 0, 0), -1)
     cv2.putText(
-        tile, label, (3, cell - 5), cv2.FONT_HERSHEY_PLAIN, 0.8, (255, 255, 255), 1, cv2.LINE_AA
+        tile, label, (3, cell - 5), cv2.FONT_HERSHEY_PLAIN, 0.9, (255, 255, 255), 1, cv2.LINE_AA
     )
     return tile
 
