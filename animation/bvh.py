@@ -251,7 +251,7 @@ def load_bvh(path: str | Path) -> BVH:
             raise BVHError(f"{path}:1: file larger than {MAX_BVH_BYTES} bytes")
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise BVHError(f"{path}:0: cannot read: {exc.strerror or exc}") from exc
+        raise BVHError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     return parse_bvh(text, source=str(path))
 
 

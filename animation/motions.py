@@ -25,11 +25,11 @@ UP_AXES = ("x", "y", "z")
 PROJECTIONS = ("front", "best_fit")
 # Character joints grouped into limbs; a limb group shares one projection.
 LIMB_GROUPS: dict[str, tuple[str, ...]] = {
-    "torso": ("hip", "torso", "neck"),
-    "left_arm": ("left_shoulder", "left_elbow", "left_hand"),
-    "right_arm": ("right_shoulder", "right_elbow", "right_hand"),
-    "left_leg": ("left_hip", "left_knee", "left_foot"),
-    "right_leg": ("right_hip", "right_knee", "right_foot"),
+    "torso": ("hip", "torso", "neck", "left_shoulder", "right_shoulder", "left_hip", "right_hip"),
+    "left_arm": ("left_elbow", "left_hand"),
+    "right_arm": ("right_elbow", "right_hand"),
+    "left_leg": ("left_knee", "left_foot"),
+    "right_leg": ("right_knee", "right_foot"),
 }
 DRIVEN_JOINTS: tuple[str, ...] = tuple(j for group in LIMB_GROUPS.values() for j in group)
 
@@ -239,20 +239,27 @@ def auto_bones(bvh: BVH) -> dict[str, tuple[str, str]]:
     if head == chest:  # no joint above the shoulders but the chest: use its tip
         tips = [c for c in bvh.children(head) if c not in _ancestors(bvh, roles["left_arm"])]
         head = tips[0] if tips else head
+    # The character's neck bone runs from the shoulders to the nose: take the BVH neck to
+    # the top of the head, so that a head tilt shows.
+    neck = roles.get("neck", chest)
+    tips = bvh.children(head)
+    head_top = tips[0] if len(tips) == 1 and neck != head else head
     bones = {
         "hip": (name[hips], name[chest]),
         "torso": (name[hips], name[chest]),
-        "neck": (name[chest], name[head]),
+        "neck": (name[neck], name[head_top]),
     }
+    other = {"left": "right", "right": "left"}
     for side in ("left", "right"):
         r = {
             p: name[roles[f"{side}_{p}"]]
             for p in ("arm", "forearm", "hand", "upleg", "leg", "foot")
         }
-        bones[f"{side}_shoulder"] = (name[chest], r["arm"])
+        # Shoulders and hips point along the shoulder and hip lines, as drawings have them.
+        bones[f"{side}_shoulder"] = (name[roles[f"{other[side]}_arm"]], r["arm"])
         bones[f"{side}_elbow"] = (r["arm"], r["forearm"])
         bones[f"{side}_hand"] = (r["forearm"], r["hand"])
-        bones[f"{side}_hip"] = (name[hips], r["upleg"])
+        bones[f"{side}_hip"] = (name[roles[f"{other[side]}_upleg"]], r["upleg"])
         bones[f"{side}_knee"] = (r["upleg"], r["leg"])
         bones[f"{side}_foot"] = (r["leg"], r["foot"])
     return bones

@@ -400,13 +400,13 @@ LIMB_PROJECTION = {"zombie": {"left_arm": "best_fit", "right_arm": "best_fit"}}
 
 BONES = {
     "hip": ("Hips", "Spine1"), "torso": ("Hips", "Spine1"), "neck": ("Neck", "Head_End"),
-    "left_shoulder": ("Spine1", "LeftArm"), "left_elbow": ("LeftArm", "LeftForeArm"),
+    "left_shoulder": ("RightArm", "LeftArm"), "left_elbow": ("LeftArm", "LeftForeArm"),
     "left_hand": ("LeftForeArm", "LeftHand"),
-    "right_shoulder": ("Spine1", "RightArm"), "right_elbow": ("RightArm", "RightForeArm"),
+    "right_shoulder": ("LeftArm", "RightArm"), "right_elbow": ("RightArm", "RightForeArm"),
     "right_hand": ("RightForeArm", "RightHand"),
-    "left_hip": ("Hips", "LeftUpLeg"), "left_knee": ("LeftUpLeg", "LeftLeg"),
+    "left_hip": ("RightUpLeg", "LeftUpLeg"), "left_knee": ("LeftUpLeg", "LeftLeg"),
     "left_foot": ("LeftLeg", "LeftFoot"),
-    "right_hip": ("Hips", "RightUpLeg"), "right_knee": ("RightUpLeg", "RightLeg"),
+    "right_hip": ("LeftUpLeg", "RightUpLeg"), "right_knee": ("RightUpLeg", "RightLeg"),
     "right_foot": ("RightLeg", "RightFoot"),
 }  # fmt: skip
 
@@ -440,12 +440,14 @@ def motion_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(out_dir: Path = ROOT) -> None:
+    """Write every motion's BVH file and the motion table into out_dir."""
+    out_dir = Path(out_dir)
     for name, (make, _) in MOTIONS.items():
         duration, keys = make()
-        (ROOT / f"{name}.bvh").write_text(format_bvh(clip_to_bvh(duration, keys)))
-    (ROOT / "motions.yaml").write_text(motion_table())
+        (out_dir / f"{name}.bvh").write_text(format_bvh(clip_to_bvh(duration, keys)))
+    (out_dir / "motions.yaml").write_text(motion_table())
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT)
