@@ -1,0 +1,255 @@
+"""A triangle mesh over the character's mask, built once per character.
+
+The mesh only carries the deformation: the texture is drawn from the mask's own pixels
+(see `rasterise`), so the mesh must *cover* the mask and keep separate limbs apart, but its
+outline need not follow the mask to the pixel. Points are sampled along every outline (outer
+and hole contours) and on an interior grid, Delaunay-triangulated, and the triangles that
+leave the mask (across the gap between two legs, across a hole) are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+from scipy import ndimage
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import Delaunay
+
+from animation.skeleton import JOINTS, PARENT_INDEX
+
+# Body parts in painter's order, back to front: limbs crossing the body draw in front of it
+# and in the same order every frame.
+PARTS: tuple[str, ...] = ("left_leg", "right_leg", "body", "left_arm", "right_arm")
+_PART_OF_BONE = {  # bone named by its end joint -> part
+    "left_knee": "left_leg", "left_foot": "left_leg",
+    "right_knee": "right_leg", "right_foot": "right_leg",
+    "left_elbow": "left_arm", "left_hand": "left_arm",
+    "right_elbow": "right_arm", "right_hand": "right_arm",
+}  # fmt: skip
+_BONES = np.array([i for i, p in enumerate(PARENT_INDEX) if p >= 0])  # end joint of each bone
+_BONE_PART = np.array([PARTS.index(_PART_OF_BONE.get(JOINTS[j], "body")) for j in _BONES])
+
+
+@dataclass(frozen=True)
+class Mesh:
+    vertices: np.ndarray  # (N, 2) float64, texture px
+    triangles: np.ndarray  # (T, 3) int64 vertex indices
+    part: np.ndarray  # (T,) int64 index into PARTS: painter's order of each triangle
+    region: np.ndarray  # (H, W) bool: the mask pixels the mesh carries (what gets drawn)
+    triangle_map: np.ndarray  # (H, W) int32: the triangle carrying each pixel (nearest if none)
+
+
+def clean_mask(mask: np.ndarray, spacing: float) -> tuple[np.ndarray, np.ndarray]:
+    """(region to draw, region to mesh) from a raw mask.
+
+    Pinholes are filled; specks far smaller than the figure are dropped; every remaining
+    blob is joined to the largest by a thick bridge that is meshed but never drawn, so a
+    head drawn apart from its body still moves with it.
+    """
+    m = mask.astype(np.uint8)
+    area = int(m.sum())
+    # Fill holes smaller than a mesh cell: they are noise, and cells cannot resolve them.
+    n_bg, bg_labels, bg_stats, _ = cv2.connectedComponentsWithStats(1 - m, connectivity=4)
+    border = np.unique(np.r_[bg_labels[0], bg_labels[-1], bg_labels[:, 0], bg_labels[:, -1]])
+    small = np.flatnonzero(bg_stats[:, cv2.CC_STAT_AREA] < max(4.0, spacing**2 / 4))
+    small = np.setdiff1d(small, border)
+    if small.size:
+        m[np.isin(bg_labels, small)] = 1
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
+    areas = stats[1:, cv2.CC_STAT_AREA]
+    keep = 1 + np.flatnonzero(areas >= max(0.005 * area, 0.02 * areas.max()))
+    keep = keep[np.argsort(-stats[keep, cv2.CC_STAT_AREA])]
+    draw = np.isin(labels, keep)
+    meshed = draw.astype(np.uint8)
+    main = labels == keep[0]
+    thickness = max(3, int(round(spacing)))
+    for label in keep[1:]:
+        # Bridge from the blob's point nearest to the main body to that body's nearest point.
+        dist, (iy, ix) = ndimage.distance_transform_edt(~main, return_indices=True)
+        blob = labels == label
+        by, bx = np.unravel_index(np.argmin(np.where(blob, dist, np.inf)), dist.shape)
+        cv2.line(meshed, (int(bx), int(by)), (int(ix[by, bx]), int(iy[by, bx])), 1, thickness)
+        main = main | blob
+    return draw, meshed.astype(bool)
+
+
+def _outline_points(meshed: np.ndarray, spacing: float) -> np.ndarray:
+    """Points every `spacing` px along every outer and hole contour."""
+    contours, _ = cv2.findContours(meshed.astype(np.uint8), cv2.RETR_LIST, cv2.CHAIN_APPROX_NONE)
+    points = []
+    for contour in contours:
+        c = contour[:, 0, :].astype(np.float64)
+        closed = np.vstack([c, c[:1]])
+        seg = np.linalg.norm(np.diff(closed, axis=0), axis=1)
+        arc = np.r_[0.0, np.cumsum(seg)]
+        n = max(3, int(np.ceil(arc[-1] / spacing)))
+        s = np.linspace(0.0, arc[-1], n, endpoint=False)
+        points.append(
+            np.column_stack([np.interp(s, arc, closed[:, 0]), np.interp(s, arc, closed[:, 1])])
+        )
+    return np.vstack(points)
+
+
+def _triangle_map(
+    shape: tuple[int, int], vertices: np.ndarray, triangles: np.ndarray
+) -> np.ndarray:
+    """Which triangle carries each pixel: the one covering it, else the nearest one."""
+    label = np.full(shape, -1, np.int32)
+    shift = 4  # cv2 draws with sub-pixel vertices in fixed point
+    pts = np.round(vertices[triangles] * (1 << shift)).astype(np.int32)
+    for t, tri in enumerate(pts):  # once per character, a few hundred triangles
+        cv2.fillConvexPoly(label, tri, int(t), lineType=cv2.LINE_8, shift=shift)
+    _, (iy, ix) = ndimage.distance_transform_edt(label < 0, return_indices=True)
+    return label[iy, ix]
+
+
+def _components(triangles: np.ndarray, n_points: int, through_edges: bool) -> np.ndarray:
+    """Component label of each triangle, joining triangles that share an edge (or a vertex)."""
+    t = len(triangles)
+    if through_edges:
+        a, b = triangles, np.roll(triangles, -1, axis=1)
+        key = (np.minimum(a, b) * n_points + np.maximum(a, b)).ravel()
+        owner = np.repeat(np.arange(t), 3)
+    else:
+        key, owner = triangles.ravel(), np.repeat(np.arange(t), 3)
+    order = np.argsort(key, kind="stable")
+    key, owner = key[order], owner[order]
+    same = np.flatnonzero(key[1:] == key[:-1])
+    adj = coo_matrix((np.ones(len(same)), (owner[same], owner[same + 1])), shape=(t, t))
+    return connected_components(adj, directed=False)[1]
+
+
+def _poseable(triangles: np.ndarray, points: np.ndarray, joints: np.ndarray) -> np.ndarray:
+    """Mask of the triangles that joint handles can pose.
+
+    Start from the largest piece joined through edges; a piece hanging on it by vertices
+    joins if a joint lies on it (the joint fixes its swing about the shared vertex) or it
+    shares two vertices. Whatever is left (specks, pieces no handle reaches) is dropped and
+    its pixels ride on the nearest kept triangle.
+    """
+    blob = _components(triangles, len(points), through_edges=False)
+    triangles_in = blob == np.argmax(np.bincount(blob))
+    piece = np.where(triangles_in, _components(triangles, len(points), through_edges=True), -1)
+    counts = np.bincount(piece[piece >= 0])
+    corners = points[triangles]
+    centre = corners.mean(1)
+    # The piece under each joint (or nearest to it).
+    a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
+
+    def side(p, q, r):
+        return (q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1]) - (q[..., 1] - p[..., 1]) * (
+            r[..., 0] - p[..., 0]
+        )
+
+    j = joints[:, None, :]
+    s1, s2, s3 = side(a, b, j), side(b, c, j), side(c, a, j)
+    inside = ((s1 >= 0) & (s2 >= 0) & (s3 >= 0)) | ((s1 <= 0) & (s2 <= 0) & (s3 <= 0))
+    dist = np.linalg.norm(centre[None] - j, axis=-1) + np.where(inside & triangles_in, 0, 1e6)
+    dist[:, ~triangles_in] = np.inf
+    handled = set(piece[np.argmin(dist, axis=1)].tolist())
+    kept = {int(np.argmax(counts))}
+    changed = True
+    while changed:
+        changed = False
+        kept_vertices = set(np.unique(triangles[np.isin(piece, list(kept))]).tolist())
+        for p in set(range(len(counts))) - kept:
+            shared = len(kept_vertices & set(np.unique(triangles[piece == p]).tolist()))
+            if shared >= 2 or (shared == 1 and p in handled):
+                kept.add(p)
+                changed = True
+    return np.isin(piece, list(kept))
+
+
+def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(P, B) distance from each point to each segment a->b."""
+    ab = b - a
+    ap = points[:, None, :] - a[None]
+    t = np.clip((ap * ab).sum(-1) / np.maximum((ab * ab).sum(-1), 1e-9), 0.0, 1.0)
+    return np.linalg.norm(ap - t[..., None] * ab, axis=-1)
+
+
+def build_mesh(mask: np.ndarray, joints: np.ndarray, target_triangles: int = 400) -> Mesh:
+    """Triangulate `mask` (H, W) bool into about `target_triangles` triangles.
+
+    `joints` (16, 2) assigns each triangle to the body part of its nearest bone.
+    """
+    if not mask.any():
+        raise ValueError("mask is empty")
+    area = float(mask.sum())
+    # Delaunay gives about two triangles per point; outline points take a good share.
+    spacing = max(2.0, np.sqrt(area / (0.35 * target_triangles)))
+    draw, meshed = clean_mask(mask, spacing)
+    # Keep the interior grid off the outline so slivers do not form against it.
+    inside = ndimage.distance_transform_edt(meshed)
+    gy, gx = np.mgrid[spacing / 2 : mask.shape[0] : spacing, spacing / 2 : mask.shape[1] : spacing]
+    grid = np.column_stack([gx.ravel(), gy.ravel()])
+    grid = grid[inside[gy.astype(int).ravel(), gx.astype(int).ravel()] >= 0.6 * spacing]
+    # Contour pixels are pixel indices; pixel centres are the texture's sample points.
+    points = np.vstack([_outline_points(meshed, spacing), grid])
+    points = np.unique(np.round(points * 4) / 4, axis=0)
+    triangles = Delaunay(points).simplices
+    # Drop triangles that leave the mask: their centre, or an edge's middle by more than
+    # a pixel or two (an edge cutting a concave corner between a limb and the body stays).
+    near = cv2.dilate(meshed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    grown = cv2.dilate(meshed.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    corners = points[triangles]
+    probes = np.stack(
+        [corners.mean(1), *(corners + np.roll(corners, 1, axis=1)).transpose(1, 0, 2) / 2]
+    )
+    py = np.clip(np.round(probes[..., 1]).astype(int), 0, mask.shape[0] - 1)
+    px = np.clip(np.round(probes[..., 0]).astype(int), 0, mask.shape[1] - 1)
+    triangles = triangles[near[py[0], px[0]] & grown[py[1:], px[1:]].all(axis=0)]
+    triangles = triangles[_poseable(triangles, points, np.asarray(joints, dtype=np.float64))]
+    # Renumber the vertices that triangles use.
+    kept, triangles = np.unique(triangles, return_inverse=True)
+    triangles = triangles.reshape(-1, 3).astype(np.int64)
+    vertices = points[kept]
+    # Counter-clockwise in x-right / y-down pixels (positive signed area), for consistency.
+    a, b, c = (vertices[triangles[:, k]] for k in range(3))
+    flip = ((b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0]) < 0
+    triangles[flip] = triangles[flip][:, [0, 2, 1]]
+    joints = np.asarray(joints, dtype=np.float64)
+    dist = _segment_distance(
+        vertices[triangles].mean(1), joints[PARENT_INDEX[_BONES]], joints[_BONES]
+    )
+    part = _BONE_PART[np.argmin(dist, axis=1)]
+    return Mesh(
+        vertices=vertices,
+        triangles=triangles,
+        part=part,
+        region=draw,
+        triangle_map=_triangle_map(mask.shape, vertices, triangles),
+    )
+
+
+def barycentric(mesh: Mesh, points: np.ndarray, triangle: np.ndarray) -> np.ndarray:
+    """(P, 3) barycentric coordinates of `points` in `triangle` (outside ones extrapolate)."""
+    a, b, c = (mesh.vertices[mesh.triangles[triangle, k]] for k in range(3))
+    v0, v1, v2 = b - a, c - a, points - a
+    det = v0[:, 0] * v1[:, 1] - v0[:, 1] * v1[:, 0]
+    det = np.where(np.abs(det) < 1e-12, 1e-12, det)
+    wb = (v2[:, 0] * v1[:, 1] - v2[:, 1] * v1[:, 0]) / det
+    wc = (v0[:, 0] * v2[:, 1] - v0[:, 1] * v2[:, 0]) / det
+    return np.column_stack([1.0 - wb - wc, wb, wc])
+
+
+def joint_triangles(mesh: Mesh, joints: np.ndarray) -> np.ndarray:
+    """The triangle each joint is bound to: the one under it, else the nearest (joints may
+    lie a little outside the mask)."""
+    h, w = mesh.triangle_map.shape
+    ix = np.clip(np.round(joints[:, 0]).astype(int), 0, w - 1)
+    iy = np.clip(np.round(joints[:, 1]).astype(int), 0, h - 1)
+    return mesh.triangle_map[iy, ix]
+
+
+    "JOINT_INDEX",
+    "PARTS",
+    "Mesh",
+    "barycentric",
+    "build_mesh",
+    "clean_mask",
+    "joint_triangles",
+]

@@ -1,0 +1,173 @@
+"""Character + motion -> GIF: the rig is built once per character, then each motion is
+ARAP solves for all its frames at once, one camera for the whole clip, splats and LZW."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import sparse
+
+from animation.arap import ArapSolver, build_arap
+from animation.character import Character
+from animation.gif import encode_gif
+from animation.mesh import Mesh, barycentric, build_mesh, joint_triangles
+from animation.motions import Motion, load_motion
+from animation.rasterise import (
+    SAMPLE_SPACING,
+    TRANSPARENT,
+    Samples,
+    fit_camera,
+    outline_weights,
+    quantise_texture,
+    rasterise,
+    texture_samples,
+)
+from animation.retarget import retarget
+from animation.timing import frame_schedule
+
+MAX_SIZE = 2048  # output px: a bound on memory, far above what a phone shows
+_CHUNK = 24  # frames rasterised together: bounds the (samples x frames) temporaries
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    size: int = 256  # longest side of the output, px
+    fps: float = 15
+    max_frames: int = 150
+    workers: int = 1  # threads for rasterising and LZW; 1 inside a pool already using every core
+
+    def __post_init__(self) -> None:
+        if not 8 <= self.size <= MAX_SIZE:
+            raise ValueError(f"size must be 8..{MAX_SIZE} px, got {self.size}")
+        if not (np.isfinite(self.fps) and 0 < self.fps <= 100):
+            raise ValueError(f"fps must be in (0, 100], got {self.fps}")
+        if self.max_frames < 2:
+            raise ValueError(f"max_frames must be at least 2, got {self.max_frames}")
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+
+
+@dataclass(frozen=True)
+class Rig:
+    """Everything about a character that no motion changes."""
+
+    character: Character
+    mesh: Mesh
+    arap: ArapSolver
+    palette: np.ndarray  # (256, 3) uint8; index TRANSPARENT is the background
+    index: np.ndarray  # (H, W) uint8 texture as palette indices
+    outline: sparse.csr_matrix  # (P, N) points whose extent is the figure's extent
+    _samples: dict[float, Samples] = field(default_factory=dict, compare=False, repr=False)
+
+    def samples(self, spacing: float) -> Samples:
+        """Texture samples at most `spacing` texture px apart, cached per power-of-2^(1/4)
+        step so motions at similar scales share them."""
+        step = 2.0 ** (np.floor(4 * np.log2(spacing)) / 4)
+        if step not in self._samples:
+            self._samples[step] = texture_samples(self.mesh, self.index, step)
+        return self._samples[step]
+
+
+def build_rig(character: Character) -> Rig:
+    """Mesh, joint binding and the factorised ARAP systems: once per character."""
+    joints = character.skeleton.rest
+    mesh = build_mesh(character.mask, joints)
+    triangle = joint_triangles(mesh, joints)
+    bary = barycentric(mesh, joints, triangle)
+    handles = sparse.csr_matrix(
+        (bary.ravel(), mesh.triangles[triangle].ravel(), np.arange(0, bary.size + 1, 3)),
+        shape=(len(joints), len(mesh.vertices)),
+    )
+    palette, index = quantise_texture(character.texture, mesh.region)
+    return Rig(
+        character=character,
+        mesh=mesh,
+        arap=build_arap(mesh.vertices, mesh.triangles, handles),
+        palette=palette,
+        index=index,
+        outline=outline_weights(mesh),
+    )
+
+
+def render_joints(
+    rig: Rig,
+    joints: np.ndarray,
+    delays_cs: np.ndarray,
+    options: RenderOptions = RenderOptions(),
+    timings: dict[str, float] | None = None,
+) -> bytes:
+    """(F, 16, 2) joint positions in texture px, one row a frame -> GIF bytes."""
+    clock = _Clock(timings)
+    vertices = rig.arap.solve(joints)  # (F, N, 2)
+    frames = len(vertices)
+    clock.lap("solve")
+    flat = np.concatenate([vertices[..., 0].T, vertices[..., 1].T], axis=1)  # (N, 2F)
+    extent = rig.outline @ flat
+    camera = fit_camera(np.stack([extent[:, :frames], extent[:, frames:]], axis=-1), options.size)
+    placed = vertices * camera.scale + camera.offset
+    samples = rig.samples(SAMPLE_SPACING / camera.scale)
+    out = np.full((frames, camera.height, camera.width), TRANSPARENT, np.uint8)
+
+    def draw(start: int) -> None:
+        stop = min(start + _CHUNK, frames)
+        rasterise(samples, placed[start:stop], camera.width, camera.height, out[start:stop])
+
+    _map(draw, range(0, frames, _CHUNK), options.workers)
+    clock.lap("rasterise")
+    gif = encode_gif(out, rig.palette, delays_cs, TRANSPARENT, options.workers)
+    clock.lap("encode")
+    return gif
+
+
+def render_motion(rig: Rig, motion: Motion, options: RenderOptions = RenderOptions()) -> bytes:
+    """One motion for a rigged character -> GIF bytes."""
+    return render_motion_timed(rig, motion, options)
+
+
+def render_motion_timed(
+    rig: Rig, motion: Motion, options: RenderOptions, timings: dict[str, float] | None = None
+) -> bytes:
+    """`render_motion`, adding each stage's seconds to `timings`."""
+    clock = _Clock(timings)
+    times_s, delays_cs = frame_schedule(motion.duration_s, options.fps, options.max_frames)
+    joints = retarget(rig.character.skeleton, motion, times_s)
+    clock.lap("retarget")
+    return render_joints(rig, joints, delays_cs, options, timings)
+
+
+def render_motions(
+    character: Character,
+    motions: Sequence[str | Motion],
+    options: RenderOptions = RenderOptions(),
+) -> dict[str, bytes]:
+    """Each motion (a name from the motion table, a BVH path, or a loaded Motion) -> GIF."""
+    loaded = [m if isinstance(m, Motion) else load_motion(m) for m in motions]
+    rig = build_rig(character)
+    return {m.name: render_motion(rig, m, options) for m in loaded}
+
+
+def _map(fn, items, workers: int) -> None:
+    items = list(items)
+    if workers > 1 and len(items) > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(fn, items))
+    else:
+        for item in items:
+            fn(item)
+
+
+class _Clock:
+    """Adds the seconds since the last lap to `timings[stage]` (no-op without a dict)."""
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings, self.last = timings, time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        if self.timings is not None:
+            self.timings[stage] = self.timings.get(stage, 0.0) + now - self.last
+        self.last = now
