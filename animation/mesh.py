@@ -244,12 +244,3 @@ def joint_triangles(mesh: Mesh, joints: np.ndarray) -> np.ndarray:
     iy = np.clip(np.round(joints[:, 1]).astype(int), 0, h - 1)
     return mesh.triangle_map[iy, ix]
 
-
-    "JOINT_INDEX",
-    "PARTS",
-    "Mesh",
-    "barycentric",
-    "build_mesh",
-    "clean_mask",
-    "joint_triangles",
-]
