@@ -243,4 +243,3 @@ def joint_triangles(mesh: Mesh, joints: np.ndarray) -> np.ndarray:
     ix = np.clip(np.round(joints[:, 0]).astype(int), 0, w - 1)
     iy = np.clip(np.round(joints[:, 1]).astype(int), 0, h - 1)
     return mesh.triangle_map[iy, ix]
-
