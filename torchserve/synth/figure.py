@@ -42,7 +42,7 @@ LEG_POSES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
 class Shape:
     """One thing drawn: a stroke along `points`, or a filled region inside them."""
 
-    role: str  # which ink: "line", "fill", "hair", "hat", "hat_fill", "face", "skin"
+    role: str  # which ink: line, fill, leg_fill, skin, hair, hat, hat_fill, face
     points: np.ndarray  # (N, 2) figure units
     closed: bool = False
     filled: bool = False
@@ -143,7 +143,10 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
     ry = _u(rng, 0.085, 0.13) if styles["head"] == "normal" else _u(rng, 0.15, 0.26)
     rx = ry * _u(rng, 0.78, 1.15)
     head_tilt = np.radians(_u(rng, -12, 12))
-    shapes.append(Shape("line", ellipse((0, 0), rx, ry, 30, _u(rng, 0, 6.3), head_tilt), True))
+    head = ellipse((0, 0), rx, ry, 30, _u(rng, 0, 6.3), head_tilt)
+    if rng.random() < (0.35 if body == "filled" else 0.12):
+        shapes.append(Shape("skin", head, True, True))
+    shapes.append(Shape("line", head, True))
     rot = np.array(
         [[np.cos(head_tilt), np.sin(head_tilt)], [-np.sin(head_tilt), np.cos(head_tilt)]]
     )
@@ -243,7 +246,7 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
         path = kp[[h_i, k_i, a_i]]
         if hem is not None:
             path = _below(path, hem)
-        _draw_limb(rng, path, limb_w * 1.15, tubes, body, shapes)
+        _draw_limb(rng, path, limb_w * 1.15, tubes, body, shapes, "leg_fill")
         _foot(rng, kp[a_i], side, limb_w, shapes)
     return Figure(kp, shapes)
 
@@ -332,13 +335,23 @@ def _below(path: np.ndarray, y: float) -> np.ndarray:
     return np.array(out) if len(out) >= 2 else path[-2:]
 
 
-def _draw_limb(rng, path, half_width, tubes, body, shapes) -> None:
+def _bend(path: np.ndarray) -> np.ndarray:
+    """A smooth curve through shoulder-elbow-wrist (or hip-knee-ankle): a "noodle" limb."""
+    a, b, c = path
+    control = 2 * b - (a + c) / 2  # a quadratic Bezier that passes through b halfway
+    t = np.linspace(0, 1, 12)[:, None]
+    return (1 - t) ** 2 * a + 2 * (1 - t) * t * control + t**2 * c
+
+
+def _draw_limb(rng, path, half_width, tubes, body, shapes, fill_role="fill") -> None:
+    if len(path) == 3 and rng.random() < 0.35:
+        path = _bend(path)
     if not tubes:
         shapes.append(Shape("line", path, width=1.0))
         return
     outline = tube(path, half_width)
     if body == "filled" or (body == "dress" and rng.random() < 0.3):
-        shapes.append(Shape("fill", outline, True, True))
+        shapes.append(Shape(fill_role, outline, True, True))
     shapes.append(Shape("line", outline))
 
 
@@ -450,6 +463,12 @@ def draw_figure(
         line if rng.random() < 0.7 else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
     )
     inks["fill"] = Ink(rng, shape, medium, pick_colour(rng, medium), scale)
+    inks["leg_fill"] = (
+        inks["fill"]
+        if rng.random() < 0.5
+        else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
+    )
+    inks["skin"] = Ink(rng, shape, medium, pick_colour(rng, medium, skin=True), scale)
     inks["hair"] = Ink(rng, shape, medium, pick_colour(rng, medium, dark=rng.random() < 0.4), scale)
     hat = Ink(rng, shape, medium, pick_colour(rng, medium), scale)
     inks["hat"] = hat if rng.random() < 0.5 else line
@@ -463,7 +482,8 @@ def draw_figure(
             ink.fill(pts)
         else:
             ink.stroke(pts, s.closed, ink.width * s.width)
-    order = [inks["fill"], inks["hat_fill"], inks["hat"], inks["hair"], inks["face"], line]
+    order = [inks[r] for r in ("skin", "fill", "leg_fill", "hat_fill", "hat", "hair", "face")]
+    order.append(line)
     unique: list[Ink] = []
     for ink in order:
         if all(ink is not u for u in unique):

@@ -108,7 +108,8 @@ def generate(
             ink.composite(sheet)
 
     count = {"plain": 0, "some": int(rng.integers(1, 4)), "busy": int(rng.integers(4, 9))}
-    decorate(rng, sheet, layout, medium, scale, count[style["scene"]], fig_box, extra_figure)
+    reach = (x0 - margin, y0 - margin, x0 + bw + margin, y0 + bh + margin)
+    decorate(rng, sheet, layout, medium, scale, count[style["scene"]], reach, extra_figure)
 
     mask = np.zeros((h, w), bool)
     to_px = _placement(figure, fig_box)

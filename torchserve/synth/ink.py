@@ -90,8 +90,25 @@ def texture_crop(rng: np.random.Generator, tex: np.ndarray, h: int, w: int) -> n
     return tex[oy : oy + h, ox : ox + w]
 
 
-def pick_colour(rng: np.random.Generator, medium: str, dark: bool = False) -> np.ndarray:
-    if medium == "pencil" and (dark or rng.random() < 0.7):
+SKIN = np.array(
+    [
+        (250, 215, 185),
+        (240, 195, 160),
+        (210, 160, 115),
+        (165, 115, 75),
+        (115, 80, 55),
+        (255, 200, 190),
+    ],
+    dtype=np.float32,
+)
+
+
+def pick_colour(
+    rng: np.random.Generator, medium: str, dark: bool = False, skin: bool = False
+) -> np.ndarray:
+    if skin:
+        palette = SKIN
+    elif medium == "pencil" and (dark or rng.random() < 0.7):
         palette = GRAPHITE
     else:
         palette = DARK if dark else BRIGHT

@@ -240,35 +240,49 @@ def _text(rng, ink: Ink, box, img_h: int, img_w: int) -> None:
 def decorate(
     rng, canvas, layout: Layout, medium: str, scale: float, count: int, fig_box, extra_figure
 ):
-    """Draw `count` page objects in the free space around the main figure's box."""
+    """Draw `count` page objects in the free space around `fig_box`, the main figure's reach."""
     h, w = canvas.shape[:2]
     fx0, fy0, fx1, fy1 = fig_box
     fig_h = fy1 - fy0
-    kinds = [
-        "sun",
-        "house",
-        "tree",
-        "text",
-        "scribble",
-        "flower",
-        "cloud",
-        "heart",
-        "figure",
-        "ground",
-    ]
-    weights = np.array([2, 1.5, 1.5, 1.5, 1.5, 1, 1, 0.7, 1.5, 1.2])
+    kinds = ["sun", "house", "tree", "text", "scribble", "flower", "cloud", "heart", "figure"]
+    kinds += ["ground", "grass", "sky"]
+    weights = np.array([2, 1.5, 1.5, 1.5, 1.5, 1, 1, 0.7, 1.5, 1.2, 0.8, 0.8])
     picks = rng.choice(len(kinds), size=count, p=weights / weights.sum())
     for k in picks:
         kind = kinds[int(k)]
         inks = [Ink(rng, (h, w), medium, pick_colour(rng, medium), scale) for _ in range(2)]
         if kind == "ground":
             # A ground line just under the feet, across the page.
-            y = min(h - 2.0, fy1 + rng.uniform(0.02, 0.08) * fig_h)
-            if y <= fy1 + 2:
+            y = fy1 + rng.uniform(0.0, 0.08) * fig_h
+            if y >= h - 3:
                 continue
             xs = np.linspace(0, w, 12)
             inks[0].stroke(np.stack([xs, y + rng.normal(0, 2 * scale, 12)], 1))
             layout.take((0, y - 4, w, y + 4))
+        elif kind in ("grass", "sky") and not (
+            fy1 < h * 0.85 if kind == "grass" else fy0 > h * 0.15
+        ):
+            continue  # no room between the figure and the page's edge
+        elif kind == "grass":
+            # Green along the bottom of the page: blades, sometimes coloured in below.
+            blade = rng.uniform(4, 14) * scale
+            y = rng.uniform(fy1 + blade * 1.3, max(fy1 + blade * 1.3, min(h * 0.97, fy1 + 0.3 * h)))
+            n = int(w / (rng.uniform(6, 14) * scale)) | 1
+            xs = np.linspace(-5, w + 5, n)
+            ys = y + np.where(np.arange(n) % 2 == 0, 0, -blade) + rng.normal(0, blade * 0.2, n)
+            ys = np.minimum(ys, h)
+            inks[0].colour = np.array([0.15, 0.55, 0.15]) * rng.uniform(0.8, 1.2)
+            inks[0].stroke(np.stack([xs, ys], 1))
+            if rng.random() < 0.5:
+                inks[0].fill(np.array([(0, y), (w, y), (w, h + 5), (0, h + 5)]))
+            layout.take((0, y - blade - 4, w, h))
+        elif kind == "sky":
+            y = rng.uniform(0.05 * h, min(fy0, 0.3 * h))
+            xs = np.linspace(-5, w + 5, 9)
+            edge = np.stack([xs, y + rng.normal(0, 0.02 * h, 9)], 1)
+            inks[0].colour = np.array([0.25, 0.5, 0.9]) * rng.uniform(0.8, 1.1)
+            inks[0].fill(np.concatenate([[(-5, -5)], edge, [(w + 5, -5)]]))
+            layout.take((0, 0, w, y + 0.02 * h))
         elif kind == "sun":
             size = rng.uniform(0.1, 0.25) * min(h, w)
             corner_x = (0, w * 0.35) if rng.random() < 0.5 else (w * 0.65, w)
