@@ -68,6 +68,12 @@ def light(rng: np.random.Generator, img: np.ndarray, photo: str, fibre: float) -
         cv2.fillPoly(shade, [np.round(pts * (gw - 1, gh - 1)).astype(np.int32)], 1.0)
         shade = cv2.GaussianBlur(shade, (0, 0), rng.uniform(1.5, 5))
         field *= 1.0 - shade * rng.uniform(0.15, 0.45)
+    yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32) / np.float32(gh - 1) - np.float32(0.5)
+    field *= 1.0 - rng.uniform(0.0, 0.5) * (xx**2 + yy**2)  # lens vignetting
+    if rng.random() < 0.12:  # the flash's hot spot, burnt out at its centre
+        cx, cy = rng.uniform(-0.3, 0.3, 2)
+        spot = np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / rng.uniform(0.01, 0.05))
+        field += spot * rng.uniform(0.1, 0.35)
     field *= rng.uniform(0.82, 1.02)  # exposure
     factor = cv2.resize(field, (w, h), interpolation=cv2.INTER_LINEAR)
     grain = texture_crop(rng, fibre_and_noise(), h, w)
@@ -104,9 +110,23 @@ def shoot(rng: np.random.Generator, sheet: np.ndarray, H: np.ndarray, photo: str
     out = cv2.warpPerspective(
         sheet, H, (w, h), dst=background, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_TRANSPARENT
     )
-    if rng.random() < 0.45:
+    if rng.random() < 0.45:  # out of focus
         sigma = rng.uniform(0.4, 1.4) * max(h, w) / 512
         out = cv2.GaussianBlur(out, (0, 0), sigma)
+    if rng.random() < 0.08:  # a shaky hand
+        n = max(3, int(rng.uniform(3, 9) * max(h, w) / 512)) | 1
+        kernel = np.zeros((n, n), np.float32)
+        a = rng.uniform(0, np.pi)
+        c = n // 2
+        d = np.array([np.cos(a), np.sin(a)]) * c
+        cv2.line(
+            kernel,
+            (int(round(c - d[0])), int(round(c - d[1]))),
+            (int(round(c + d[0])), int(round(c + d[1]))),
+            1.0,
+            1,
+        )
+        out = cv2.filter2D(out, -1, kernel / kernel.sum())
     return out
 
 

@@ -191,7 +191,7 @@ class Ink:
             n = len(pts)
             extra = int(abs(over) * n)
             pts = np.concatenate([pts, pts[: extra + 1]]) if over > 0 else pts[: max(2, n - extra)]
-        step = max(3.0, width * 0.8)
+        step = max(3.5, width * 0.9)
         amp = self.medium.wobble * self.scale * tremor * self.rng.uniform(0.5, 1.5)
         pts = wobble(self.rng, pts, amp, step)
         self._grow(pts, width + 2)
