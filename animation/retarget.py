@@ -87,6 +87,15 @@ def _interpolate(positions: np.ndarray, frame_time: float, times_s: np.ndarray) 
     return positions[i0] * (1 - w) + positions[i1] * w
 
 
+def _descendants(parents: np.ndarray, roots: list[int]) -> list[int]:
+    """The given joints and every joint below them (parents precede children in a BVH)."""
+    inside = set(roots)
+    for j, p in enumerate(parents):
+        if p in inside:
+            inside.add(j)
+    return sorted(inside)
+
+
 def _leg_length(points: np.ndarray, legs: list[tuple[int, int, int]]) -> float:
     return float(
         np.mean(
@@ -136,9 +145,9 @@ def retarget(skeleton: Skeleton, motion: Motion, times_s: np.ndarray) -> np.ndar
     scale = char_leg / max(bvh_leg, 1e-12)
     hips = motion.bones["torso"][0]
     dx = (pos[:, hips] - all_pos[0, hips]) @ lateral * scale
-    ankles = [c for _, _, c in legs]
-    foot_height = (all_pos[:, ankles] @ up).min(axis=1)
-    lift = (pos[:, ankles] @ up).min(axis=1) - foot_height.min()
+    feet_3d = _descendants(motion.bvh.parents, [c for _, _, c in legs])  # ankles, toes, tips
+    floor = (all_pos[:, feet_3d] @ up).min()
+    lift = (pos[:, feet_3d] @ up).min(axis=1) - floor
     feet = [JOINT_INDEX["left_foot"], JOINT_INDEX["right_foot"]]
     ground = rest[feet, 1].max()
     lowest = pose[:, feet, 1].max(axis=1)

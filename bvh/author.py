@@ -229,7 +229,7 @@ def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]]) -> BVH:
     # neither sink nor float, whatever the legs do.
     feet = [NAMES.index(n) for n in NAMES if "Foot" in n or "Toe" in n]
     lowest = forward_kinematics(bvh)[:, feet, 1].min(axis=1)
-    motion[:, 1] += world["hips_pos"][:, 1] - lowest
+    motion[:, 1] += np.maximum(world["hips_pos"][:, 1], 0.0) - lowest  # spline dips: not below
     return bvh
 
 

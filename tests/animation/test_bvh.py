@@ -1,0 +1,189 @@
+"""BVH parsing (channel orders, End Site, malformed files) and forward kinematics."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from animation.bvh import BVHError, format_bvh, forward_kinematics, load_bvh, parse_bvh
+
+# A root with XYZ rotations, a joint with ZXY, one with a position channel, End Sites.
+MIXED = """\
+HIERARCHY
+ROOT Hips
+{
+  OFFSET 0 0 0
+  CHANNELS 6 Xposition Yposition Zposition Xrotation Yrotation Zrotation
+  JOINT Chest
+  {
+    OFFSET 0 10 0
+    CHANNELS 3 Zrotation Xrotation Yrotation
+    JOINT Head {
+      OFFSET 0 5 0
+      CHANNELS 4 Yposition yrotation xrotation zrotation
+      End Site
+      {
+        OFFSET 0 3 0
+      }
+    }
+  }
+  JOINT LeftLeg
+  {
+    OFFSET 2 -1 0
+    CHANNELS 1 Xrotation
+    End Site { OFFSET 0 -4 0 }
+  }
+}
+MOTION
+Frames: 3
+Frame Time: 0.0333333
+0 0 0 0 0 0  0 0 0  5 0 0 0  0
+1 2 3 0 90 0  0 0 0  5 0 0 0  90
+0 0 0 0 0 0  90 0 0  7 90 0 0  0
+"""
+
+
+def test_parses_channel_orders_and_end_sites():
+    bvh = parse_bvh(MIXED, source="mixed.bvh")
+    assert bvh.names == ("Hips", "Chest", "Head", "Head_End", "LeftLeg", "LeftLeg_End")
+    assert bvh.parents.tolist() == [-1, 0, 1, 2, 0, 4]
+    assert bvh.channels[0] == (
+        "Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation"
+    )  # fmt: skip
+    assert bvh.channels[1] == ("Zrotation", "Xrotation", "Yrotation")
+    assert bvh.channels[2] == ("Yposition", "Yrotation", "Xrotation", "Zrotation")
+    assert bvh.channels[3] == () and bvh.is_end_site(3)
+    assert bvh.channels[4] == ("Xrotation",)
+    np.testing.assert_allclose(bvh.offsets[5], [0, -4, 0])
+    assert bvh.motion.shape == (3, 14)
+    assert bvh.frame_time == pytest.approx(1 / 30, rel=1e-5)
+    assert bvh.n_frames == 3
+
+
+def test_forward_kinematics_matches_hand_computed_pose():
+    pos = forward_kinematics(parse_bvh(MIXED))
+    # Frame 0: rest pose with the Head's Yposition channel 5 (= its offset).
+    np.testing.assert_allclose(pos[0, :4], [[0, 0, 0], [0, 10, 0], [0, 15, 0], [0, 18, 0]])
+    np.testing.assert_allclose(pos[0, 5], [2, -5, 0])
+    # Frame 1: root at (1, 2, 3) turned 90 degrees about Y; the leg turned 90 about X.
+    # Ry(90) leaves the vertical chain alone and takes the leg offset (2, -1, 0) to
+    # (0, -1, -2); Rx(90) takes the foot offset (0, -4, 0) to (0, 0, -4), Ry(90) to (-4, 0, 0).
+    np.testing.assert_allclose(pos[1, 2], [1, 17, 3], atol=1e-9)
+    np.testing.assert_allclose(pos[1, 4], [1, 1, 1], atol=1e-9)
+    np.testing.assert_allclose(pos[1, 5], [-3, 1, 1], atol=1e-9)
+    # Frame 2: chest pitched 90 about Z (its children swing to -X); the head, moved up to
+    # 7 by its position channel, turned 90 about Y, which leaves its vertical tip alone.
+    np.testing.assert_allclose(pos[2, 2], [-7, 10, 0], atol=1e-9)
+    np.testing.assert_allclose(pos[2, 3], [-10, 10, 0], atol=1e-9)
+
+
+@pytest.mark.parametrize("order", ["XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"])
+def test_forward_kinematics_agrees_with_scipy_for_every_rotation_order(order):
+    rng = np.random.default_rng(len(order) + ord(order[0]) * 7 + ord(order[1]))
+    chans = " ".join(f"{a}rotation" for a in order)
+    text = f"""HIERARCHY
+ROOT A
+{{
+OFFSET 0 0 0
+CHANNELS 6 Xposition Yposition Zposition {chans}
+JOINT B
+{{
+OFFSET 1 2 3
+CHANNELS 3 {chans}
+End Site
+{{
+OFFSET -2 1 0.5
+}}
+}}
+}}
+MOTION
+Frames: 5
+Frame Time: 0.01
+"""
+    motion = rng.uniform(-180, 180, size=(5, 9))
+    text += "\n".join(" ".join(f"{v:.6f}" for v in row) for row in motion) + "\n"
+    pos = forward_kinematics(parse_bvh(text))
+    for f in range(5):
+        ra = Rotation.from_euler(order, motion[f, 3:6], degrees=True)  # upper case: intrinsic
+        rb = Rotation.from_euler(order, motion[f, 6:9], degrees=True)
+        b = motion[f, :3] + ra.apply([1, 2, 3])
+        tip = b + (ra * rb).apply([-2, 1, 0.5])
+        np.testing.assert_allclose(pos[f, 1], b, atol=1e-5)
+        np.testing.assert_allclose(pos[f, 2], tip, atol=1e-5)
+
+
+def test_format_round_trips():
+    bvh = parse_bvh(MIXED)
+    again = parse_bvh(format_bvh(bvh))
+    assert again.names == bvh.names and again.channels == bvh.channels
+    np.testing.assert_allclose(again.motion, bvh.motion)
+    np.testing.assert_allclose(forward_kinematics(again), forward_kinematics(bvh), atol=1e-6)
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(i for i, s in enumerate(text.splitlines(), 1) if needle in s)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "line_of", "what"),
+    [
+        # a frame row with one value too few
+        (lambda t: t.replace("1 2 3 0 90 0", "1 2 3 0 90"), "1 2 3 0 90", "values, expected 14"),
+        # a frame row with a word in it
+        (lambda t: t.replace("1 2 3 0 90 0", "1 2 x 0 90 0"), "1 2 x 0 90", "not a number"),
+        # a bad OFFSET
+        (lambda t: t.replace("OFFSET 0 10 0", "OFFSET 0 ten 0"), "OFFSET 0 ten 0", "not a number"),
+        # an unknown channel name
+        (lambda t: t.replace("Zrotation Xrotation Yrotation", "Zrotation Wrotation Yrotation"),
+         "Wrotation", "unknown channel"),
+        # a wrong channel count
+        (lambda t: t.replace("CHANNELS 1 Xrotation", "CHANNELS 2 Xrotation"),
+         "End Site { OFFSET 0 -4 0 }", "unknown channel"),
+        # a missing closing brace: the hierarchy runs into MOTION
+        (lambda t: t.replace("    }\n  }\n  JOINT LeftLeg", "    }\n  JOINT LeftLeg"),
+         "MOTION", "unbalanced"),
+        # an extra closing brace
+        (lambda t: t.replace("MOTION", "}\nMOTION"), "}\nMOTION", "after the root"),
+        # rows missing: a truncated file
+        (lambda t: t.rsplit("\n", 2)[0] + "\n", "1 2 3 0 90 0", "truncated"),
+        # header lies about the frame count
+        (lambda t: t.replace("Frames: 3", "Frames: 2"), "0 0 0 0 0 0  90", "more frame rows"),
+        (lambda t: t.replace("Frame Time: 0.0333333", "Frame Time: 0"), "Frame Time", "positive"),
+        (lambda t: t.replace("Frame Time: 0.0333333", "Frame Tme: 0.03"), "Frame Tme", "Frame Time"),
+    ],
+)  # fmt: skip
+def test_malformed_files_name_the_line(mutate, line_of, what):
+    text = mutate(MIXED)
+    assert text != MIXED
+    expected = _line_of(text, line_of.split("\n")[-1]) if "\n" not in line_of else None
+    with pytest.raises(BVHError) as err:
+        parse_bvh(text, source="bad.bvh")
+    message = str(err.value)
+    match = re.match(r"bad\.bvh:(\d+): ", message)
+    assert match, message
+    assert what.lower() in message.lower(), message
+    if expected is not None:
+        assert int(match.group(1)) == expected, message
+
+
+def test_missing_motion_section_and_garbage():
+    with pytest.raises(BVHError, match=r"^x\.bvh:\d+: no MOTION"):
+        parse_bvh(MIXED.split("MOTION")[0], source="x.bvh")
+    with pytest.raises(BVHError, match=r"^x\.bvh:1: expected 'HIERARCHY'"):
+        parse_bvh("\x89PNG\r\n\x1a\n", source="x.bvh")
+    with pytest.raises(BVHError, match=r"^x\.bvh:1: "):
+        parse_bvh("", source="x.bvh")
+
+
+def test_load_bvh_names_the_file(tmp_path):
+    path = tmp_path / "walk.bvh"
+    path.write_text(MIXED.replace("1 2 3 0 90 0", "1 2 3 0 nan 0"))
+    with pytest.raises(BVHError, match=rf"^{re.escape(str(path))}:\d+: "):
+        load_bvh(path)
+    with pytest.raises(BVHError, match="cannot read"):
+        load_bvh(tmp_path / "missing.bvh")
+    path.write_text(MIXED)
+    assert load_bvh(path).n_frames == 3
