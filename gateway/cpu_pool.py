@@ -86,11 +86,13 @@ class _Worker:
         finally:
             child.close()
         self.sock = parent
+        self.ready = False
 
     def wait_ready(self) -> None:
         hello = recv_frame(self.sock)
         if hello != ("ready", self.proc.pid):
             raise WorkerCrashed(f"render worker sent {hello!r} instead of ready")
+        self.ready = True
 
     def call(self, fn: Callable, args: tuple) -> tuple[str, Any]:
         """("ok", result) or ("err", the exception the task raised)."""
@@ -179,9 +181,9 @@ class CpuPool:
         return self._idle.qsize()
 
     @property
-    def alive(self) -> int:
-        """Workers started and not yet known dead (warming up, idle or busy)."""
-        return sum(1 for w in self._all if w.proc.poll() is None)
+    def ready(self) -> int:
+        """Workers warmed up and alive (idle or busy)."""
+        return sum(1 for w in self._all if w.ready and w.proc.poll() is None)
 
     def run(self, fn: Callable, *args: Any) -> Any:
         """Run `fn(*args)` in a worker; the caller's greenlet waits without blocking the hub."""

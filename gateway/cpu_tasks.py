@@ -47,7 +47,7 @@ def decode(data: bytes, max_pixels: int, max_side: int) -> ModelImage:
 
 def build_character(crop: np.ndarray, keypoints: np.ndarray) -> Character:
     """The character in memory: texture = the crop, mask from segmentation, rig from keypoints."""
-    mask = segment_figure(crop)
+    mask = segment_figure(crop, keypoints)
     if mask.sum() < MIN_FIGURE_FRACTION * mask.size:
         raise NoCharacterDetected("no drawn figure could be separated from the paper")
     texture = np.dstack([crop, np.full(crop.shape[:2], 255, np.uint8)])

@@ -50,7 +50,9 @@ def main() -> None:
     # Ctrl-C reaches the whole process group; the gateway decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
-    serve(socket.socket(fileno=int(sys.argv[1])))
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    sock.setblocking(True)  # the gateway's end is non-blocking under gevent; this one waits
+    serve(sock)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,9 @@ accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("LOG_LEVEL", "info").lower()
 proc_name = "drawn-animation-gateway"
+# gunicorn's control socket defaults to one path per user ($HOME/.gunicorn): several
+# gateways on one machine would fight over it, and a read-only root cannot hold it.
+control_socket_disable = True
 # Request-line and header limits: nothing legitimate comes near them.
 limit_request_line = 8190
 limit_request_fields = 100

@@ -27,8 +27,8 @@ def ready() -> Response:
     missing = [f"model {name}" for name in checks[0].value or []]
     if checks[1].value:
         missing.append(f"storage: {checks[1].value}")
-    if gw.pool.alive == 0:
-        missing.append("render workers: none running")
+    if gw.pool.ready == 0:
+        missing.append("render workers: none warmed up yet")
     if problem := gw.catalogue.missing():
         missing.append(problem)
     response = jsonify(ready=not missing, missing=missing)
