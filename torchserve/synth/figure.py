@@ -42,7 +42,7 @@ LEG_POSES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
 class Shape:
     """One thing drawn: a stroke along `points`, or a filled region inside them."""
 
-    role: str  # which ink: line, fill, leg_fill, skin, hair, hat, hat_fill, face
+    role: str  # which ink: line, arm, leg, fill, leg_fill, skin, hair, hat, hat_fill, face
     points: np.ndarray  # (N, 2) figure units
     closed: bool = False
     filled: bool = False
@@ -240,13 +240,13 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
         (R_SHOULDER, R_ELBOW, R_WRIST, -1),
     ):
         path = kp[[s_i, e_i, w_i]]
-        _draw_limb(rng, path, limb_w, tubes, body, shapes)
+        _draw_limb(rng, path, limb_w, tubes, body, shapes, "arm", "fill")
         _hand(rng, styles["hands"], kp[w_i], kp[w_i] - kp[e_i], limb_w, side, shapes)
     for h_i, k_i, a_i, side in ((L_HIP, L_KNEE, L_ANKLE, 1), (R_HIP, R_KNEE, R_ANKLE, -1)):
         path = kp[[h_i, k_i, a_i]]
         if hem is not None:
             path = _below(path, hem)
-        _draw_limb(rng, path, limb_w * 1.15, tubes, body, shapes, "leg_fill")
+        _draw_limb(rng, path, limb_w * 1.15, tubes, body, shapes, "leg", "leg_fill")
         _foot(rng, kp[a_i], side, limb_w, shapes)
     return Figure(kp, shapes)
 
@@ -343,16 +343,16 @@ def _bend(path: np.ndarray) -> np.ndarray:
     return (1 - t) ** 2 * a + 2 * (1 - t) * t * control + t**2 * c
 
 
-def _draw_limb(rng, path, half_width, tubes, body, shapes, fill_role="fill") -> None:
+def _draw_limb(rng, path, half_width, tubes, body, shapes, role, fill_role) -> None:
     if len(path) == 3 and rng.random() < 0.35:
         path = _bend(path)
     if not tubes:
-        shapes.append(Shape("line", path, width=1.0))
+        shapes.append(Shape(role, path, width=1.0))
         return
     outline = tube(path, half_width)
     if body == "filled" or (body == "dress" and rng.random() < 0.3):
         shapes.append(Shape(fill_role, outline, True, True))
-    shapes.append(Shape("line", outline))
+    shapes.append(Shape(role, outline))
 
 
 def _hand(rng, hands: str, wrist, direction, limb_w, side, shapes) -> None:
@@ -363,7 +363,7 @@ def _hand(rng, hands: str, wrist, direction, limb_w, side, shapes) -> None:
         tilt = np.arctan2(d[1], d[0])
         shapes.append(
             Shape(
-                "line",
+                "arm",
                 ellipse(c, r * 1.1, r * 0.85, 14, _u(rng, 0, 6), tilt),
                 True,
                 rng.random() < 0.4,
@@ -375,7 +375,7 @@ def _hand(rng, hands: str, wrist, direction, limb_w, side, shapes) -> None:
         for a in base + np.linspace(-0.9, 0.9, n):
             shapes.append(
                 Shape(
-                    "line",
+                    "arm",
                     np.array([wrist, wrist + np.array([np.cos(a), np.sin(a)]) * r * 1.7]),
                     width=0.7,
                 )
@@ -389,10 +389,10 @@ def _foot(rng, ankle, side, limb_w, shapes) -> None:
         return
     facing = side if rng.random() < 0.7 else -side
     if kind == 1:  # a short line
-        shapes.append(Shape("line", np.array([ankle, ankle + (facing * length, 0.005)])))
+        shapes.append(Shape("leg", np.array([ankle, ankle + (facing * length, 0.005)])))
     else:  # a shoe
         c = ankle + (facing * length * 0.5, length * 0.15)
-        shapes.append(Shape("line", ellipse(c, length * 0.65, length * 0.3, 12), True, kind == 3))
+        shapes.append(Shape("leg", ellipse(c, length * 0.65, length * 0.3, 12), True, kind == 3))
 
 
 def _hair_and_hat(rng, styles, rx, ry, tilt, shapes) -> None:
@@ -468,6 +468,13 @@ def draw_figure(
         if rng.random() < 0.5
         else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
     )
+    # Some children switch pens for the arms or the legs.
+    for part in ("arm", "leg"):
+        inks[part] = (
+            line
+            if rng.random() < 0.75
+            else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
+        )
     inks["skin"] = Ink(rng, shape, medium, pick_colour(rng, medium, skin=True), scale)
     inks["hair"] = Ink(rng, shape, medium, pick_colour(rng, medium, dark=rng.random() < 0.4), scale)
     hat = Ink(rng, shape, medium, pick_colour(rng, medium), scale)
@@ -482,7 +489,8 @@ def draw_figure(
             ink.fill(pts)
         else:
             ink.stroke(pts, s.closed, ink.width * s.width)
-    order = [inks[r] for r in ("skin", "fill", "leg_fill", "hat_fill", "hat", "hair", "face")]
+    fills = ("skin", "fill", "leg_fill", "hat_fill")
+    order = [inks[r] for r in fills + ("hat", "hair", "face", "arm", "leg")]
     order.append(line)
     unique: list[Ink] = []
     for ink in order:

@@ -251,9 +251,11 @@ class Ink:
         )
         region = cv2.dilate(region, np.ones((3, 3), np.uint8))
         covered = cv2.min(scribble, region)
-        self._paste(covered, x0, y0)
+        self.paste(covered, x0, y0)
 
-    def _paste(self, patch: np.ndarray, x0: int, y0: int) -> None:
+    def paste(self, patch: np.ndarray, x0: int, y0: int) -> None:
+        """Add a coverage patch (uint8) whose top-left corner is at (x0, y0)."""
+        self._grow(np.array([[x0, y0], [x0 + patch.shape[1], y0 + patch.shape[0]]]), 1)
         H, W = self.layer.shape
         ph, pw = patch.shape
         ax0, ay0 = max(0, x0), max(0, y0)

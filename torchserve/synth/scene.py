@@ -227,14 +227,41 @@ def _text(rng, ink: Ink, box, img_h: int, img_w: int) -> None:
         if rng.random() < 0.6
         else "".join(rng.choice(list(LETTERS), int(rng.integers(2, 6))))
     )
-    font = [cv2.FONT_HERSHEY_SIMPLEX, cv2.FONT_HERSHEY_SCRIPT_SIMPLEX, cv2.FONT_HERSHEY_PLAIN][
+    font = (cv2.FONT_HERSHEY_SIMPLEX, cv2.FONT_HERSHEY_DUPLEX, cv2.FONT_HERSHEY_PLAIN)[
         int(rng.integers(3))
     ]
     (tw, th), _ = cv2.getTextSize(word, font, 1.0, 2)
-    fs = min((x1 - x0) / max(tw, 1), (y1 - y0) / max(th, 1))
+    fs = min((x1 - x0) / max(tw, 1) / 1.3, (y1 - y0) / max(th, 1))  # 1.3: loose spacing
     thick = max(1, int(ink.width * 0.8))
-    cv2.putText(ink.layer, word, (int(x0), int(y1)), font, fs, 255, thick, cv2.LINE_AA)
-    ink._grow(np.array([[x0, y0 - th * fs * 0.3], [x1 + 5, y1 + th * fs * 0.3]]), thick + 2)
+    size = int(th * fs * 1.8) + 2 * thick + 4
+    x = x0
+    for letter in word:
+        (lw, _), _ = cv2.getTextSize(letter, font, fs, thick)
+        if letter != " ":
+            # Each letter on its own: tilted, resized, now and then back to front.
+            patch = np.zeros((size, size), np.uint8)
+            cv2.putText(
+                patch,
+                letter,
+                ((size - lw) // 2, (size + int(th * fs)) // 2),
+                font,
+                fs,
+                255,
+                thick,
+                cv2.LINE_AA,
+            )
+            m = cv2.getRotationMatrix2D(
+                (size / 2, size / 2), rng.uniform(-18, 18), rng.uniform(0.8, 1.2)
+            )
+            patch = cv2.warpAffine(patch, m, (size, size))
+            if rng.random() < 0.08:
+                patch = patch[:, ::-1]
+            px, py = (
+                int(x + lw / 2 - size / 2),
+                int((y0 + y1) / 2 - size / 2 + rng.normal(0, th * fs * 0.1)),
+            )
+            ink.paste(patch, px, py)
+        x += lw * rng.uniform(0.95, 1.3)
 
 
 def decorate(
