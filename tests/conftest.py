@@ -1,1 +1,4 @@
 """Shared fixtures: real servers started on loopback for the integration tests."""
+
+from tests.support.gateway_server import gateway_factory  # noqa: F401
+from tests.support.s3 import s3_server  # noqa: F401
