@@ -18,10 +18,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import requests
 
 from tests.support.s3 import free_port
@@ -120,3 +121,21 @@ def run_gateway(
     finally:
         server.stop()
         server.log_path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def gateway_factory() -> Iterator[Callable[..., GatewayServer]]:
+    """`gateway_factory(env, workers=1)` starts a gateway; all are stopped after the test."""
+    started: list[GatewayServer] = []
+
+    def start(env: dict[str, str | None], workers: int = 1, timeout: float = 60.0) -> GatewayServer:
+        server = GatewayServer(env, workers)
+        started.append(server)
+        return server.start(timeout)
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()
+            server.log_path.unlink(missing_ok=True)
