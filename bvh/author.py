@@ -356,36 +356,45 @@ def wave_hello() -> tuple[float, list[tuple[float, Pose]]]:
 
 
 def zombie() -> tuple[float, list[tuple[float, Pose]]]:
-    """A shambling walk in place: arms stretched forward, stiff legs, lurching, head lolling."""
-    # Arms reach forward and a little out; their best-fit plane shows them at full length.
-    droop_l = v(0.3, -0.12, 1)
+    """A shambling walk in place: arms stretched forward, stiff legs, lurching, head lolling.
+
+    The left leg takes a stiff step, the right one drags its toe; the body lurches onto
+    each landing foot. The arms reach forward with limp, drooping forearms and bob out of
+    step; they are shown in their own best-fit plane (see motions.yaml), where the reach
+    and the droop stay visible.
+    """
 
     def step(side: str, phase: str) -> Pose:
-        s = 1.0 if side == "left" else -1.0  # the leg that steps
+        s = 1.0 if side == "left" else -1.0  # the leg that moves
         lift = phase == "lift"
-        swing_leg = (
-            (v(0.28 * s, -1, 0.35), v(0.22 * s, -1, 0.05), v(0.1 * s, -0.6, 1))
-            if lift
-            else (v(0.12 * s, -1, 0.12), v(0.1 * s, -1, 0.05))
-        )
-        plant = (v(0.05 * s, -1, -0.12), v(0.05 * s, -1, -0.12))
-        bob = 0.15 if lift else 1.0
-        arms = {"left": (v(0.35, 0.05 + 0.2 * s * bob, 1), droop_l),
-                "right": (mirror(v(0.35, 0.05 - 0.2 * s * bob, 1)), mirror(droop_l))}  # fmt: skip
+        drag = side == "right"
+        if lift and drag:  # swings out stiffly, toe scraping the floor
+            moving = (v(0.3 * s, -1, 0.1), v(0.3 * s, -1, 0.05), v(0.1 * s, -1, 0.5))
+        elif lift:  # a stiff-kneed step, the foot barely bent
+            moving = (v(0.3 * s, -1, 0.4), v(0.22 * s, -1, 0.1), v(0.1 * s, -0.6, 1))
+        else:
+            moving = (v(0.14 * s, -1, 0.1), v(0.12 * s, -1, 0.05))
+        plant = (v(0.04 * s, -1, -0.1), v(0.04 * s, -1, -0.1))
+        bob = 0.2 if lift else 1.0
+        arms = {
+            "left": (v(0.35, 0.12 + 0.18 * s * bob, 1), v(0.3, -0.5 + 0.1 * s * bob, 1)),
+            "right": (mirror(v(0.35, 0.12 - 0.18 * s * bob, 1)),
+                      mirror(v(0.3, -0.5 - 0.1 * s * bob, 1))),
+        }  # fmt: skip
         return Pose(
-            hips=(-4.5 * s, 0.0, 0.0),
-            turn={"Hips": (0, 8 * s, 7 * s if lift else 3 * s),
-                  "Spine": (8, -4 * s, -4 * s), "Spine1": (4, 0, -2 * s),
-                  "Neck": (12, 10, 24), "Head": (6, 6, 8 + 4 * s)},
+            hips=(-6.0 * s, 0.0, 0.0),
+            turn={"Hips": (0, 8 * s, 9 * s if lift else 4 * s),
+                  "Spine": (10, -4 * s, -6 * s), "Spine1": (6, 0, -3 * s),
+                  "Neck": (14, 10, 24), "Head": (6, 6, 10 + 5 * s)},
             arms=arms,
-            legs={side: swing_leg, ("right" if side == "left" else "left"): plant},
+            legs={side: moving, ("right" if side == "left" else "left"): plant},
         )  # fmt: skip
 
-    return 2.8, [
+    return 3.0, [
         (0.0, step("left", "lift")),
-        (0.7, step("left", "down")),
-        (1.4, step("right", "lift")),
-        (2.1, step("right", "down")),
+        (0.75, step("left", "down")),
+        (1.5, step("right", "lift")),
+        (2.25, step("right", "down")),
     ]
 
 
