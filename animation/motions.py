@@ -168,7 +168,7 @@ _SPINE = re.compile(r"^(spine|chest|upperchest|abdomen|torso|back|lowerback)\d*$
 def joint_role(name: str) -> str | None:
     """Canonical role of a BVH joint name ('hips', 'left_arm', 'spine', ...) or None."""
     n = name.split(":")[-1].lower()  # mixamorig:LeftArm -> leftarm
-    n = re.sub(r"^mixamorig", "", n)
+    n = re.sub(r"^(mixamorig|bip\d*[ _]|def[-_])", "", n)  # Mixamo, 3ds Max Biped, Rigify
     n = re.sub(r"[^a-z0-9]+", "_", n).strip("_")
     flat = n.replace("_", "")
     candidates: list[tuple[str | None, str]] = []

@@ -23,9 +23,10 @@ from animation.skeleton import JOINT_INDEX, JOINTS, PARENT_INDEX, Skeleton
 
 _UNIT = {"x": 0, "y": 1, "z": 2}
 _SIDE = {"left": 1.0, "right": -1.0}
-# A bone whose projection is shorter than this fraction of its 3D length points at the
-# camera; its 2D direction is noise, so it keeps the direction of the rest drawing.
-_FORESHORTENED = 0.05
+# A bone whose projection is short against its 3D length points nearly at the camera and
+# its 2D direction is noise (it flips as the bone passes the view axis). Below _FORESHORTENED
+# of its length it keeps the drawing's direction; up to _CLEAR it blends into the BVH's.
+_FORESHORTENED, _CLEAR = 0.05, 0.25
 
 
 def _axis_vector(up: str) -> np.ndarray:
@@ -127,8 +128,13 @@ def retarget(skeleton: Skeleton, motion: Motion, times_s: np.ndarray) -> np.ndar
             j = JOINT_INDEX[joint]
             rest_dir = rest[j] - rest[PARENT_INDEX[j]]
             rest_dir = rest_dir / max(np.linalg.norm(rest_dir), 1e-12)
-            ok = n2 > _FORESHORTENED * np.maximum(n3, 1e-12)
-            direction[:, j] = np.where(ok[:, None], v2 / np.maximum(n2, 1e-12)[:, None], rest_dir)
+            w = np.clip(
+                (n2 / np.maximum(n3, 1e-12) - _FORESHORTENED) / (_CLEAR - _FORESHORTENED), 0, 1
+            )
+            w = (w * w * (3 - 2 * w))[:, None]  # smoothstep: no jolt where blending starts
+            d = w * v2 / np.maximum(n2, 1e-12)[:, None] + (1 - w) * rest_dir
+            norm = np.linalg.norm(d, axis=1, keepdims=True)
+            direction[:, j] = np.where(norm > 1e-6, d / np.maximum(norm, 1e-12), rest_dir)
 
     # Chain the bones from the root: the character keeps its own bone lengths.
     pose = np.zeros((n_frames, len(JOINTS), 2))

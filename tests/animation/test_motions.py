@@ -92,7 +92,9 @@ def test_authoring_script_reproduces_the_files_byte_for_byte(tmp_path):
         ("Neck", "neck"), ("Head", "head"), ("Spine", "spine"), ("Spine3", "spine"),
         ("Chest", "spine"), ("LeftShoulder", "left_shoulder"), ("lCollar", "left_shoulder"),
         ("HeadEnd", None), ("LeftHandEnd", None), ("LeftHandThumb1", None), ("LeftToe", None),
-        ("LowerBack", "spine"), ("LHipJoint", None),
+        ("LowerBack", "spine"), ("LHipJoint", None), ("Bip01 L Thigh", "left_upleg"),
+        ("Bip01 Pelvis", "hips"), ("Bip01 R Forearm", "right_forearm"), ("calf_l", "left_leg"),
+        ("spine_01", "spine"), ("neck_01", "neck"), ("clavicle_r", "right_shoulder"),
     ],
 )  # fmt: skip
 def test_joint_names_from_common_sources(name, role):
