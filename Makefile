@@ -43,7 +43,7 @@ sysdeps:
 
 # --- the two commands -------------------------------------------------------
 run: $(STAMP) models
-	@echo "run: not wired yet"
+	@gateway/run_local.sh
 
 test: $(STAMP) models sysdeps
 	$(BIN)/python -m pytest
