@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -26,6 +30,19 @@ def test_same_seed_same_bytes():
         assert a.bbox.tobytes() == b.bbox.tobytes()
         assert a.mask.tobytes() == b.mask.tobytes()
         assert a.style == b.style
+
+
+def test_same_bytes_in_a_fresh_process():
+    """Data-loader workers are separate processes: cached textures must not drift."""
+    code = (
+        "import hashlib; from torchserve.synth import generate; "
+        "s = generate(5, size=200); print(hashlib.sha256(s.image.tobytes()).hexdigest())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    here = hashlib.sha256(generate(5, size=200).image.tobytes()).hexdigest()
+    assert out.stdout.strip() == here
 
 
 def test_different_seeds_differ():

@@ -74,10 +74,15 @@ def light(rng: np.random.Generator, img: np.ndarray, photo: str, fibre: float) -
         cx, cy = rng.uniform(-0.3, 0.3, 2)
         spot = np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / rng.uniform(0.01, 0.05))
         field += spot * rng.uniform(0.1, 0.35)
+    if rng.random() < 0.15:  # a fold: the two halves of the sheet catch the light differently
+        a, c = rng.uniform(0, np.pi), rng.uniform(-0.3, 0.3)
+        side = (np.cos(a) * xx + np.sin(a) * yy) > c
+        field *= np.where(side, np.float32(rng.uniform(0.92, 0.98)), np.float32(1.0))
     field *= rng.uniform(0.82, 1.02)  # exposure
     factor = cv2.resize(field, (w, h), interpolation=cv2.INTER_LINEAR)
     grain = texture_crop(rng, fibre_and_noise(), h, w)
-    factor *= 1.0 + grain * np.float32(fibre + rng.uniform(0.004, 0.02))
+    iso = rng.uniform(0.004, 0.02) if rng.random() < 0.9 else rng.uniform(0.02, 0.045)
+    factor *= 1.0 + grain * np.float32(fibre + iso)
     img *= factor[..., None]
 
 
@@ -131,7 +136,10 @@ def shoot(rng: np.random.Generator, sheet: np.ndarray, H: np.ndarray, photo: str
 
 
 def jpeg(rng: np.random.Generator, img: np.ndarray) -> np.ndarray:
-    """Round-trip through JPEG at a random quality, as a phone or a messenger would."""
+    """Round-trip through JPEG at a random quality, as a phone or a messenger would
+    (now and then from a grey-scale scan)."""
+    if rng.random() < 0.04:
+        img = cv2.cvtColor(cv2.cvtColor(img, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)
     if rng.random() < 0.3:
         return img
     quality = int(rng.integers(30, 96))

@@ -199,7 +199,7 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
         sw = _u(rng, 0.07, 0.18) * (1.0 if styles["head"] == "normal" else _u(rng, 0.7, 1.2))
         y_sh = neck_top[1] + neck + _u(rng, 0.0, 0.02)
         hw = sw * _u(rng, 0.45, 0.95)
-    torso = _u(rng, 0.2, 0.36)
+    torso = _u(rng, 0.15, 0.4)
     lean = _u(rng, -0.06, 0.06)
     x_sh = neck_top[0] + _u(rng, -0.02, 0.02)
     kp[L_SHOULDER], kp[R_SHOULDER] = (x_sh + sw, y_sh), (x_sh - sw, y_sh)
@@ -209,8 +209,10 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
         shapes.append(Shape("line", np.array([neck_top, (x_sh, y_sh)])))
 
     # Limbs.
-    arm = (_u(rng, 0.12, 0.21), _u(rng, 0.1, 0.19))
-    leg = (_u(rng, 0.16, 0.27), _u(rng, 0.14, 0.26))
+    # Children's limbs run from stubs to noodles; each side drawn a little differently.
+    arm_len, leg_len = _u(rng, 0.17, 0.44), _u(rng, 0.26, 0.6)
+    arms = [(arm_len * f, arm_len * (1 - f)) for f in rng.uniform(0.4, 0.62, 2) * _u(rng, 0.9, 1.1)]
+    legs = [(leg_len * f, leg_len * (1 - f)) for f in rng.uniform(0.42, 0.6, 2)]
     limb_w = _u(rng, 0.015, 0.035)
     arm_poses = _arm_poses(rng, styles["arms"])
     for (s_i, e_i, w_i, side), pose in zip(
@@ -221,7 +223,7 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
         # Children draw arms around the head, not across the face: re-draw, then give up
         # on raised arms for this head.
         for attempt in range(6):
-            kp[e_i], kp[w_i] = _limb(rng, kp[s_i], side, ARM_POSES[pose], arm)
+            kp[e_i], kp[w_i] = _limb(rng, kp[s_i], side, ARM_POSES[pose], arms[side < 0])
             if not _crosses_head(kp[[s_i, e_i, w_i]], rx * 1.15, ry * 1.15):
                 break
             if attempt == 2:
@@ -231,7 +233,7 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
         _leg_poses(rng, styles["legs"]),
         strict=True,
     ):
-        kp[k_i], kp[a_i] = _limb(rng, kp[h_i], side, LEG_POSES[pose], leg)
+        kp[k_i], kp[a_i] = _limb(rng, kp[h_i], side, LEG_POSES[pose], legs[side < 0])
 
     _torso(rng, body, kp, neck_top, limb_w, tubes, shapes)
     hem = _dress(rng, kp, limb_w, shapes) if body == "dress" else None
@@ -349,7 +351,8 @@ def _draw_limb(rng, path, half_width, tubes, body, shapes, role, fill_role) -> N
     if not tubes:
         shapes.append(Shape(role, path, width=1.0))
         return
-    outline = tube(path, half_width)
+    # Some limbs are two lines left open at the hand or foot.
+    outline = tube(path, half_width, cap=rng.random() < 0.8)
     if body == "filled" or (body == "dress" and rng.random() < 0.3):
         shapes.append(Shape(fill_role, outline, True, True))
     shapes.append(Shape(role, outline))
