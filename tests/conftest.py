@@ -2,3 +2,4 @@
 
 from tests.support.gateway_server import gateway_factory  # noqa: F401
 from tests.support.s3 import s3_server  # noqa: F401
+from tests.support.torchserve import torchserve_server  # noqa: F401

@@ -59,9 +59,7 @@ def archiver_command() -> str:
     beside = Path(sys.executable).with_name("torch-model-archiver")
     found = str(beside) if beside.exists() else shutil.which("torch-model-archiver")
     if found is None:
-        raise SystemExit(
-            "build_archives: torch-model-archiver not found (pip install -e '.[model]')"
-        )
+        raise FileNotFoundError("torch-model-archiver not found (pip install -e '.[model]')")
     return found
 
 
@@ -69,9 +67,7 @@ def build(archive: Archive, weights_dir: Path, model_store: Path) -> Path:
     """Write `model_store`/<name>.mar, replacing an older one only once the new one is complete."""
     weights = weights_dir / archive.weights
     if not weights.is_file():
-        raise SystemExit(
-            f"build_archives: missing weights {weights} (train them or pass --weights-dir)"
-        )
+        raise FileNotFoundError(f"missing weights {weights} (train them or pass --weights-dir)")
     model_store.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mar-") as scratch:
         scratch_dir = Path(scratch)
@@ -112,7 +108,10 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown archive {', '.join(unknown)}; known: {', '.join(ARCHIVES)}")
     for name in args.names or ARCHIVES:
-        print(f"built {build(ARCHIVES[name], args.weights_dir, args.model_store)}")
+        try:
+            print(f"built {build(ARCHIVES[name], args.weights_dir, args.model_store)}")
+        except FileNotFoundError as error:
+            raise SystemExit(f"build_archives: {error}") from None
 
 
 if __name__ == "__main__":

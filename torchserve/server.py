@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -32,6 +33,8 @@ DEFAULT_CONFIG = PACKAGE / "config.properties"
 DEFAULT_MODEL_STORE = PACKAGE / "model-store"
 DEFAULT_STATE_DIR = REPO / "var" / "torchserve"
 ADDRESS_KEYS = ("inference_address", "management_address", "metrics_address")
+# Every port an instance listens on; a private instance gets a free one for each.
+PORT_KEYS = (*ADDRESS_KEYS, "grpc_inference_port", "grpc_management_port")
 
 
 class TorchServeError(RuntimeError):
@@ -46,17 +49,39 @@ def read_properties(path: Path) -> dict[str, str]:
 
 
 def write_config(source: Path, target: Path, ports: dict[str, int], model_store: Path) -> Path:
-    """A copy of `source` listening on 127.0.0.1 at `ports` (keyed like ADDRESS_KEYS)."""
+    """A copy of `source` listening on 127.0.0.1 at `ports` (keyed like PORT_KEYS)."""
     lines = []
     for line in source.read_text().splitlines():
         key = line.split("=", 1)[0].strip()
-        if key in ports:
+        if key in ports and key in ADDRESS_KEYS:
             line = f"{key}=http://127.0.0.1:{ports[key]}"
+        elif key in ports:
+            line = f"{key}={ports[key]}"
         elif key == "model_store":
             line = f"model_store={model_store}"
         lines.append(line)
     target.write_text("\n".join(lines) + "\n")
     return target
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct TCP ports free on 127.0.0.1 right now."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def private_instance(root: Path, model_store: Path = DEFAULT_MODEL_STORE) -> TorchServe:
+    """A TorchServe (not started) on free loopback ports, with config and state under `root`."""
+    root.mkdir(parents=True, exist_ok=True)
+    ports = dict(zip(PORT_KEYS, free_ports(len(PORT_KEYS)), strict=True))
+    config = write_config(DEFAULT_CONFIG, root / "config.properties", ports, model_store)
+    return TorchServe(config=config, model_store=model_store, state_dir=root / "state")
 
 
 @dataclass
@@ -169,6 +194,13 @@ class TorchServe:
     def restart(self, timeout: float = 180.0) -> None:
         self.stop()
         self.start(timeout)
+
+    def ensure_running(self, timeout: float = 180.0) -> None:
+        """Start it if it is down (a test killed it); else wait until its workers are READY."""
+        if self.pid is None:
+            self.start(timeout)
+        else:
+            self.wait_ready(timeout)
 
     # --- state -------------------------------------------------------------------
     @property

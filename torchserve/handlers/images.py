@@ -61,7 +61,9 @@ def decode_image(body: bytes, max_pixels: int = MAX_PIXELS) -> np.ndarray:
             # Our own pixel limit below replaces Pillow's decompression-bomb warning.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(body))
-    except (UnidentifiedImageError, Image.DecompressionBombError):
+    except Image.DecompressionBombError:  # Pillow's own hard limit, far above ours
+        raise ImageError(413, "ImageTooLarge", f"image has more than {max_pixels} pixels") from None
+    except UnidentifiedImageError:
         raise ImageError(400, "InvalidImage", "not a PNG, JPEG or WebP image") from None
     if image.format not in ACCEPTED_FORMATS:
         raise ImageError(
@@ -72,7 +74,7 @@ def decode_image(body: bytes, max_pixels: int = MAX_PIXELS) -> np.ndarray:
     width, height = image.size
     if width * height > max_pixels:
         raise ImageError(
-            413, "ImageTooLarge", f"image is {width}x{height} pixels, more than {max_pixels} in all"
+            413, "ImageTooLarge", f"image is {width}x{height}, more than {max_pixels} pixels"
         )
     try:
         image.load()
