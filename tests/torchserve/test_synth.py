@@ -109,11 +109,26 @@ def test_exclude_and_only_honoured():
     assert all(all(s.style[a] == v for a, v in HELD_OUT_STYLES.items()) for s in held)
 
 
+def test_exclude_several_values_of_an_axis():
+    kept = {"white", "cream"}
+    papers = {
+        s.style["paper"]
+        for s in generate_batch(
+            range(40), size=64, exclude={"paper": ("coloured", "lined", "squared")}
+        )
+    }
+    assert papers == kept
+
+
 def test_bad_style_names_rejected():
     with pytest.raises(ValueError, match="paper"):
         generate(0, only={"paper": "papyrus"})
     with pytest.raises(ValueError, match="axis"):
         generate(0, exclude={"colour": "red"})
+    with pytest.raises(ValueError, match="both forced and excluded"):
+        generate(0, only={"body": "dress"}, exclude={"body": "dress"})
+    with pytest.raises(ValueError, match="no medium"):
+        generate(0, exclude={"medium": STYLE_AXES["medium"]})
 
 
 def test_contact_sheet_cli(tmp_path):

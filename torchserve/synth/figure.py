@@ -22,7 +22,7 @@ L_HIP, R_HIP, L_KNEE, R_KNEE, L_ANKLE, R_ANKLE = range(11, 17)
 # The figure faces the viewer, so its left side (+1) is the image's right (+x).
 ARM_POSES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
     # (upper-arm angle range, forearm bend range relative to the upper arm), degrees
-    "down": ((8, 40), (-20, 25)),
+    "down": ((16, 45), (-20, 25)),
     "out": ((65, 115), (-35, 35)),
     "up": ((125, 175), (-25, 25)),
     "crossed": ((15, 45), (-150, -95)),

@@ -75,7 +75,8 @@ def generate(
 
     size: None = random (longer side 320..1000 px, portrait or landscape); an int = the
     longer side (aspect and orientation still random); a tuple = exact (height, width).
-    exclude: styles never produced, e.g. HELD_OUT_STYLES for training.
+    exclude: styles never produced, e.g. HELD_OUT_STYLES for training (a value may also
+    be a tuple of values to leave out of that axis).
     only: styles forced, e.g. HELD_OUT_STYLES for the held-out-styles evaluation.
     """
     rng = np.random.default_rng(seed)

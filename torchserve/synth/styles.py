@@ -31,16 +31,20 @@ _WEIGHTS: dict[str, dict[str, float]] = {
 }
 
 
-def _check(styles: dict[str, str] | None, what: str) -> dict[str, str]:
-    styles = dict(styles or {})
-    for axis, value in styles.items():
+def _check(styles, what: str) -> dict[str, frozenset[str]]:
+    """Validate {axis: value or values} and normalise it to {axis: {values}}."""
+    checked: dict[str, frozenset[str]] = {}
+    for axis, value in dict(styles or {}).items():
         if axis not in STYLE_AXES:
             raise ValueError(f"{what}: unknown style axis {axis!r}; axes are {sorted(STYLE_AXES)}")
-        if value not in STYLE_AXES[axis]:
+        values = frozenset([value] if isinstance(value, str) else value)
+        unknown = sorted(values - set(STYLE_AXES[axis]))
+        if unknown:
             raise ValueError(
-                f"{what}: unknown {axis} style {value!r}; choose from {STYLE_AXES[axis]}"
+                f"{what}: unknown {axis} style {unknown[0]!r}; choose from {STYLE_AXES[axis]}"
             )
-    return styles
+        checked[axis] = values
+    return checked
 
 
 def pick_styles(
@@ -48,21 +52,28 @@ def pick_styles(
     exclude: dict[str, str] | None = None,
     only: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """One value per axis: forced by `only`, never one named in `exclude`, else random."""
-    exclude = _check(exclude, "exclude")
-    only = _check(only, "only")
-    for axis, value in only.items():
-        if exclude.get(axis) == value:
-            raise ValueError(f"style {axis}={value!r} is both forced and excluded")
+    """One value per axis: forced by `only`, never one named in `exclude`, else random.
+
+    `exclude` may name one value per axis or a collection of them."""
+    excluded = _check(exclude, "exclude")
+    forced = {axis: value for axis, value in dict(only or {}).items()}
+    for axis, values in _check(only, "only").items():
+        if len(values) != 1:
+            raise ValueError(f"only: give one {axis} style, not {sorted(values)}")
+        if values & excluded.get(axis, frozenset()):
+            raise ValueError(f"style {axis}={forced[axis]!r} is both forced and excluded")
     styles: dict[str, str] = {}
     for axis, values in STYLE_AXES.items():
         # Draw for every axis, forced or not, so that a seed's other choices stay put.
-        allowed = [v for v in values if v != exclude.get(axis)]
+        allowed = [v for v in values if v not in excluded.get(axis, ())]
+        if not allowed:
+            raise ValueError(f"exclude: leaves no {axis} style to draw")
         weights = np.array([_WEIGHTS.get(axis, {}).get(v, 1.0) for v in allowed])
         choice = allowed[int(rng.choice(len(allowed), p=weights / weights.sum()))]
-        styles[axis] = only.get(axis, choice)
+        styles[axis] = forced.get(axis, choice)
     # Combinations a child would not draw, or that would hide the labelled joints.
-    if styles["body"] == "dress" and styles["legs"] in ("kick", "wide") and "legs" not in only:
-        under_dress = [v for v in ("apart", "together", "step") if v != exclude.get("legs")]
+    if styles["body"] == "dress" and styles["legs"] in ("kick", "wide") and "legs" not in forced:
+        legs_out = excluded.get("legs", ())
+        under_dress = [v for v in ("apart", "together", "step") if v not in legs_out] or ["apart"]
         styles["legs"] = under_dress[int(rng.integers(len(under_dress)))]
     return styles
