@@ -16,8 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 from scipy.sparse.linalg import splu
+from threadpoolctl import ThreadpoolController
 
 HANDLE_WEIGHT = 1000.0  # soft-constraint weight: handles are met to ~1e-3 px
+# SuperLU solves many right-hand sides through BLAS; OpenBLAS's threads busy-wait, and on
+# a small shared machine they make a 20 ms solve take 100-500 ms of CPU. One thread it is.
+_BLAS = ThreadpoolController()
 
 
 def mesh_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -62,7 +66,10 @@ class ArapSolver:
 
     def solve(self, handle_positions: np.ndarray) -> np.ndarray:
         """(F, H, 2) handle positions -> (F, N, 2) vertex positions; all frames at once."""
-        q = np.asarray(handle_positions, dtype=np.float64)
+        with _BLAS.limit(limits=1, user_api="blas"):
+            return self._solve(np.asarray(handle_positions, dtype=np.float64))
+
+    def _solve(self, q: np.ndarray) -> np.ndarray:
         frames = q.shape[0]
         # Step 1: similarity. Unknowns interleaved [x0, y0, x1, y1, ...], one column a frame.
         q_interleaved = q.reshape(frames, -1).T  # (2H, F)

@@ -30,7 +30,7 @@ from animation.retarget import retarget
 from animation.timing import frame_schedule
 
 MAX_SIZE = 2048  # output px: a bound on memory, far above what a phone shows
-_CHUNK = 24  # frames rasterised together: bounds the (samples x frames) temporaries
+_CHUNK = 8  # frames rasterised together: bounds the (samples x frames) temporaries
 
 
 @dataclass(frozen=True)
@@ -64,32 +64,32 @@ class Rig:
     _samples: dict[float, Samples] = field(default_factory=dict, compare=False, repr=False)
 
     def samples(self, spacing: float) -> Samples:
-        """Texture samples at most `spacing` texture px apart, cached per power-of-2^(1/4)
-        step so motions at similar scales share them."""
-        step = 2.0 ** (np.floor(4 * np.log2(spacing)) / 4)
+        """Texture samples at most `spacing` texture px apart, cached per 2^(1/8) step so
+        motions at similar scales share them."""
+        step = 2.0 ** (np.floor(8 * np.log2(spacing)) / 8)
         if step not in self._samples:
             self._samples[step] = texture_samples(self.mesh, self.index, step)
         return self._samples[step]
 
 
-def build_rig(character: Character) -> Rig:
+def build_rig(character: Character, timings: dict[str, float] | None = None) -> Rig:
     """Mesh, joint binding and the factorised ARAP systems: once per character."""
+    clock = _Clock(timings)
     joints = character.skeleton.rest
     mesh = build_mesh(character.mask, joints)
+    palette, index = quantise_texture(character.texture, mesh.region)
+    outline = outline_weights(mesh)
+    clock.lap("mesh")
     triangle = joint_triangles(mesh, joints)
     bary = barycentric(mesh, joints, triangle)
     handles = sparse.csr_matrix(
         (bary.ravel(), mesh.triangles[triangle].ravel(), np.arange(0, bary.size + 1, 3)),
         shape=(len(joints), len(mesh.vertices)),
     )
-    palette, index = quantise_texture(character.texture, mesh.region)
+    arap = build_arap(mesh.vertices, mesh.triangles, handles)
+    clock.lap("arap_build")
     return Rig(
-        character=character,
-        mesh=mesh,
-        arap=build_arap(mesh.vertices, mesh.triangles, handles),
-        palette=palette,
-        index=index,
-        outline=outline_weights(mesh),
+        character=character, mesh=mesh, arap=arap, palette=palette, index=index, outline=outline
     )
 
 
@@ -107,7 +107,10 @@ def render_joints(
     clock.lap("solve")
     flat = np.concatenate([vertices[..., 0].T, vertices[..., 1].T], axis=1)  # (N, 2F)
     extent = rig.outline @ flat
-    camera = fit_camera(np.stack([extent[:, :frames], extent[:, frames:]], axis=-1), options.size)
+    xs, ys = extent[:, :frames], extent[:, frames:]
+    camera = fit_camera(
+        np.array([xs.min(), ys.min()]), np.array([xs.max(), ys.max()]), options.size
+    )
     placed = vertices * camera.scale + camera.offset
     samples = rig.samples(SAMPLE_SPACING / camera.scale)
     out = np.full((frames, camera.height, camera.width), TRANSPARENT, np.uint8)
