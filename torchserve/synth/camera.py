@@ -118,6 +118,10 @@ def shoot(rng: np.random.Generator, sheet: np.ndarray, H: np.ndarray, photo: str
     if rng.random() < 0.45:  # out of focus
         sigma = rng.uniform(0.4, 1.4) * max(h, w) / 512
         out = cv2.GaussianBlur(out, (0, 0), sigma)
+    elif rng.random() < 0.25:  # the phone's own sharpening
+        soft = cv2.GaussianBlur(out, (0, 0), rng.uniform(0.8, 2.0))
+        amount = rng.uniform(0.3, 1.0)
+        out = cv2.addWeighted(out, 1 + amount, soft, -amount, 0)
     if rng.random() < 0.08:  # a shaky hand
         n = max(3, int(rng.uniform(3, 9) * max(h, w) / 512)) | 1
         kernel = np.zeros((n, n), np.float32)

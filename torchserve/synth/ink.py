@@ -284,5 +284,8 @@ class Ink:
             mask[roi] |= cover > 96
         alpha = cover.astype(np.float32) * (self.opacity / 255.0)
         if self.medium.grain:
-            alpha *= texture_crop(self.rng, grain_texture(self.medium.grain), *cover.shape)
+            tex = grain_texture(self.medium.grain)
+            if self.rng.random() < 0.5:  # wax streaks run the way the hand moved
+                tex = tex.T
+            alpha *= texture_crop(self.rng, tex, *cover.shape)
         paper[roi] *= 1.0 - alpha[..., None] * (1.0 - self.colour)
