@@ -84,17 +84,17 @@ def to_rgb(image: Image.Image) -> Image.Image:
 def decode_for_models(data: bytes, max_pixels: int, max_side: int) -> ModelImage:
     """Decode the upload upright into RGB at most `max_side` px long, plus its JPEG."""
     image = _open(data, max_pixels)
-    orientation = image.getexif().get(ExifTags.Base.Orientation, 1)
-    upright_w, upright_h = image.size
-    if orientation in (5, 6, 7, 8):  # rotated a quarter turn: the upright image is transposed
-        upright_w, upright_h = upright_h, upright_w
-    if image.format in ("JPEG", "MPO"):
-        # Let libjpeg decode at 1/2, 1/4 or 1/8 scale: a 12 MP photo then costs ~1/10th.
-        scale = min(1.0, max_side / max(image.size))
-        image.draft(image.mode, (int(image.width * scale), int(image.height * scale)))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            orientation = image.getexif().get(ExifTags.Base.Orientation, 1)
+            upright_w, upright_h = image.size
+            if orientation in (5, 6, 7, 8):  # a quarter turn: the upright image is transposed
+                upright_w, upright_h = upright_h, upright_w
+            if image.format in ("JPEG", "MPO"):
+                # libjpeg can decode at 1/2, 1/4 or 1/8 scale: a 12 MP photo costs ~1/10th.
+                scale = min(1.0, max_side / max(image.size))
+                image.draft(image.mode, (int(image.width * scale), int(image.height * scale)))
             image.load()
             image = ImageOps.exif_transpose(image)
     except (OSError, SyntaxError, ValueError, EOFError) as exc:

@@ -1,7 +1,7 @@
 """The figure's mask from a cropped drawing, with OpenCV: pen strokes and what they enclose.
 
 A drawing on paper is dark strokes on a bright, unevenly lit page. The steps:
-adaptive threshold (ink, whatever the lighting) -> morphological closing (joins sketchy,
+adaptive threshold of the darkest channel (ink of any colour, whatever the lighting) -> morphological closing (joins sketchy,
 broken strokes and the small gaps children leave, e.g. where a head meets its neck) ->
 flood fill of the paper from the crop's border (what the fill cannot reach lies inside the
 outline, so holes are filled) -> one connected component: the one holding the most
@@ -39,7 +39,9 @@ def segment_figure(rgb: np.ndarray, keypoints: np.ndarray | None = None) -> np.n
 
     `keypoints` (N, 2) in the crop's pixels pick the figure's component among several.
     """
-    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+    # The darkest channel, not luminance: yellow marker on white paper is bright but has
+    # almost no blue, so it still stands out as ink.
+    gray = np.ascontiguousarray(rgb.min(axis=2))
     side = min(gray.shape)
     ink = cv2.adaptiveThreshold(gray, 255, cv2.ADAPTIVE_THRESH_MEAN_C, cv2.THRESH_BINARY_INV,
                                 _odd(side * BLOCK_FRACTION), INK_CONTRAST)  # fmt: skip
