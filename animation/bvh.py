@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -65,8 +66,17 @@ class BVH:
     def children(self, j: int) -> list[int]:
         return [int(i) for i in np.flatnonzero(self.parents == j)]
 
+    @cached_property
+    def positions(self) -> np.ndarray:
+        """forward_kinematics(self), computed once per BVH (parse_bvh's arrays are read-only)."""
+        pos = forward_kinematics(self)
+        pos.flags.writeable = False
+        return pos
+
     def trimmed(self, start: int = 0, end: int | None = None) -> BVH:
         """The same skeleton with frames [start, end) only."""
+        if start == 0 and (end is None or end >= self.n_frames):
+            return self  # keeps the cached positions
         motion = self.motion[start:end]
         if motion.shape[0] < 1:
             raise BVHError(f"{self.source}: frame range [{start}, {end}) selects no frames")
@@ -224,10 +234,13 @@ def parse_bvh(text: str, source: str = "<bvh>") -> BVH:
     if not np.all(np.isfinite(motion)):
         bad_row = int(np.flatnonzero(~np.all(np.isfinite(motion), axis=1))[0])
         raise BVHError(f"{source}:{rows[bad_row][0]}: non-finite value in frame {bad_row}")
+    arrays = np.array(parents, dtype=np.int64), np.array(offsets, dtype=np.float64), motion
+    for a in arrays:  # shared through caches: nobody may change them in place
+        a.flags.writeable = False
     return BVH(
         names=tuple(names),
-        parents=np.array(parents, dtype=np.int64),
-        offsets=np.array(offsets, dtype=np.float64),
+        parents=arrays[0],
+        offsets=arrays[1],
         channels=tuple(channels),
         frame_time=float(frame_time),
         motion=motion,
@@ -270,38 +283,83 @@ def axis_rotations(axis: int, degrees: np.ndarray) -> np.ndarray:
 
 
 def local_transforms(bvh: BVH) -> tuple[np.ndarray, np.ndarray]:
-    """Per-frame local rotations (F, J, 3, 3) and translations (F, J, 3) of every joint."""
+    """Per-frame local rotations (F, J, 3, 3) and translations (F, J, 3) of every joint.
+
+    All rotation channels of the clip become matrices in one batched construction; a
+    joint's first, second and third rotations are then multiplied in for all joints at once.
+    """
     n_frames, n_joints = bvh.n_frames, len(bvh.names)
-    rot = np.broadcast_to(np.eye(3), (n_frames, n_joints, 3, 3)).copy()
     trans = np.broadcast_to(bvh.offsets, (n_frames, n_joints, 3)).copy()
+    slot_joint, slot_index, slot_axis, slot_column = [], [], [], []
     for j, (chans, start) in enumerate(zip(bvh.channels, bvh.channel_start, strict=True)):
+        rotations = [(k, c) for k, c in enumerate(chans) if c.endswith("rotation")]
+        if len(rotations) > 3:
+            raise BVHError(f"{bvh.source}: joint {bvh.names[j]!r} has more than 3 rotations")
+        for slot, (k, chan) in enumerate(rotations):
+            slot_joint.append(j)
+            slot_index.append(slot)
+            slot_axis.append(_AXIS[chan[0]])
+            slot_column.append(start + k)
         for k, chan in enumerate(chans):
-            values = bvh.motion[:, start + k]
-            axis = _AXIS[chan[0]]
             if chan.endswith("position"):
-                trans[:, j, axis] = values
-            else:
-                rot[:, j] = rot[:, j] @ axis_rotations(axis, values)
+                trans[:, j, _AXIS[chan[0]]] = bvh.motion[:, start + k]
+    rot = np.broadcast_to(np.eye(3), (n_frames, n_joints, 3, 3)).copy()
+    if not slot_joint:
+        return rot, trans
+    angles = np.radians(bvh.motion[:, slot_column])  # (F, S)
+    c, s = np.cos(angles), np.sin(angles)
+    axis = np.array(slot_axis)
+    i, k = (axis + 1) % 3, (axis + 2) % 3  # cyclic, so that Ry has +sin at [0, 2]
+    cols = np.arange(len(slot_axis))
+    m = np.zeros((n_frames, len(slot_axis), 3, 3))
+    m[:, cols, axis, axis] = 1.0
+    m[:, cols, i, i] = c
+    m[:, cols, k, k] = c
+    m[:, cols, k, i] = s
+    m[:, cols, i, k] = -s
+    slot_joint, slot_index = np.array(slot_joint), np.array(slot_index)
+    for slot in range(3):  # R = R_first @ R_second @ R_third, in the listed order
+        pick = np.flatnonzero(slot_index == slot)
+        joints = slot_joint[pick]
+        rot[:, joints] = m[:, pick] if slot == 0 else _mul33(rot[:, joints], m[:, pick])
     return rot, trans
+
+
+def _mul33(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b for stacks of 3x3 matrices, written out: matmul is slow on tiny matrices."""
+    return (
+        a[..., :, 0, None] * b[..., None, 0, :]
+        + a[..., :, 1, None] * b[..., None, 1, :]
+        + a[..., :, 2, None] * b[..., None, 2, :]
+    )
+
+
+def _depth_levels(parents: np.ndarray) -> list[np.ndarray]:
+    """Joints grouped by depth below the root, shallowest first."""
+    depth = np.zeros(len(parents), dtype=np.int64)
+    for j, p in enumerate(parents):  # parents precede children
+        depth[j] = depth[p] + 1 if p >= 0 else 0
+    return [np.flatnonzero(depth == d) for d in range(depth.max() + 1)]
 
 
 def forward_kinematics(bvh: BVH) -> np.ndarray:
     """World positions (F, J, 3) of every joint in every frame, in the file's units.
 
-    Loops over joints only (tens), each step vectorised over all frames.
+    Loops over depth levels of the hierarchy only (about ten), each step vectorised over
+    all frames and all joints at that depth.
     """
     rot, trans = local_transforms(bvh)
     world_rot = np.empty_like(rot)
     world_pos = np.empty_like(trans)
-    for j, p in enumerate(bvh.parents):
-        if p < 0:
-            world_rot[:, j] = rot[:, j]
-            world_pos[:, j] = trans[:, j]
-        else:
-            world_rot[:, j] = world_rot[:, p] @ rot[:, j]
-            world_pos[:, j] = world_pos[:, p] + np.einsum(
-                "fab,fb->fa", world_rot[:, p], trans[:, j]
-            )
+    for level in _depth_levels(bvh.parents):
+        parent = bvh.parents[level]
+        if parent[0] < 0:
+            world_rot[:, level] = rot[:, level]
+            world_pos[:, level] = trans[:, level]
+            continue
+        parent_rot = world_rot[:, parent]
+        world_rot[:, level] = _mul33(parent_rot, rot[:, level])
+        world_pos[:, level] = world_pos[:, parent] + (parent_rot * trans[:, level, None, :]).sum(-1)
     return world_pos
 
 

@@ -9,6 +9,7 @@ joint names (Hips, LeftUpLeg, mixamorig:LeftArm, lShldr, ...).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -128,11 +129,30 @@ def _check_spec(spec: MotionSpec, source: object) -> None:
         raise MotionError(f"{where}: bad frame range [{spec.start_frame}, {spec.end_frame})")
 
 
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is 10x faster
+
+
+def _file_stamp(path: Path) -> tuple[str, int, int]:
+    """Identity of a file's current content for caches: path, mtime, size."""
+    st = path.stat()
+    return str(path.resolve()), st.st_mtime_ns, st.st_size
+
+
 def load_motion_table(path: str | Path | None = None) -> dict[str, MotionSpec]:
-    """Read the motion table; names keep the file's order."""
+    """Read the motion table; names keep the file's order. Cached until the file changes."""
     path = Path(path) if path is not None else MOTION_TABLE
     try:
-        doc = yaml.safe_load(path.read_text())
+        stamp = _file_stamp(path)
+    except OSError as exc:
+        raise MotionError(f"{path}: cannot read motion table: {exc}") from exc
+    return dict(_read_table(stamp))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_table(stamp: tuple[str, int, int]) -> dict[str, MotionSpec]:
+    path = Path(stamp[0])
+    try:
+        doc = yaml.load(path.read_text(), Loader=_YAML_LOADER)
     except (OSError, yaml.YAMLError) as exc:
         raise MotionError(f"{path}: cannot read motion table: {exc}") from exc
     motions = doc.get("motions") if isinstance(doc, dict) else None
@@ -294,10 +314,24 @@ def _resolve_bones(bvh: BVH, bones: dict[str, tuple[str, str]]) -> dict[str, tup
     return out
 
 
+def _read_bvh(path: Path) -> BVH:
+    """load_bvh, cached until the file changes (the motions are read on every request)."""
+    try:
+        stamp = _file_stamp(Path(path))
+    except OSError:
+        return load_bvh(path)  # raises the BVHError that names the file
+    return _read_bvh_cached(stamp, str(path))
+
+
+@functools.lru_cache(maxsize=32)
+def _read_bvh_cached(stamp: tuple[str, int, int], shown_as: str) -> BVH:
+    return load_bvh(shown_as)
+
+
 def motion_from_spec(spec: MotionSpec, bvh: BVH | None = None, up: str | None = None) -> Motion:
     """Load (or take) the spec's BVH, trim it and complete its bone map and up axis."""
     if bvh is None:
-        bvh = load_bvh(spec.file)
+        bvh = _read_bvh(spec.file)
     if spec.start_frame >= bvh.n_frames:
         raise MotionError(f"{bvh.source}: start frame {spec.start_frame} >= {bvh.n_frames} frames")
     bvh = bvh.trimmed(spec.start_frame, spec.end_frame)
@@ -327,7 +361,7 @@ def load_motion(
     path = Path(key)
     if path.suffix.lower() == ".bvh" or path.is_file():
         try:
-            bvh = load_bvh(path)
+            bvh = _read_bvh(path)
         except BVHError as exc:
             raise MotionError(str(exc)) from exc
         spec = MotionSpec(name=path.stem, file=path.resolve())

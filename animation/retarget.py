@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from animation.bvh import forward_kinematics, rest_positions
+from animation.bvh import rest_positions
 from animation.motions import LIMB_GROUPS, Motion
 from animation.skeleton import JOINT_INDEX, JOINTS, PARENT_INDEX, Skeleton
 
@@ -108,7 +108,7 @@ def _leg_length(points: np.ndarray, legs: list[tuple[int, int, int]]) -> float:
 
 def retarget(skeleton: Skeleton, motion: Motion, times_s: np.ndarray) -> np.ndarray:
     """Character joint positions (F, 16, 2) in the texture's pixels at each time."""
-    all_pos = forward_kinematics(motion.bvh)
+    all_pos = motion.bvh.positions
     up, lateral = body_frame(motion, all_pos)
     pos = _interpolate(all_pos, motion.bvh.frame_time, times_s)
     n_frames = pos.shape[0]

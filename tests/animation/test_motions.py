@@ -112,18 +112,15 @@ def test_external_bvh_is_configured_from_its_names():
     assert motion.duration_s == pytest.approx(30 * 0.0333333)
 
 
-def test_up_axis_is_detected_or_given():
+def test_up_axis_is_detected_or_given(tmp_path):
     text = EXTERNAL.read_text()
     assert load_motion(EXTERNAL, up="y").up == "y"
     assert load_motion("wave_hello").up == "y"
     # Upside-down file: the head hangs below the hips in the rest pose.
     flipped = text.replace("OFFSET 0.00 0.00 10.00", "OFFSET 0.00 0.00 -10.00")
-    path = EXTERNAL.parent / "flipped-tmp.bvh"
-    try:
-        path.write_text(flipped)
-        assert load_motion(path).up == "-z"
-    finally:
-        path.unlink()
+    path = tmp_path / "flipped.bvh"
+    path.write_text(flipped)
+    assert load_motion(path).up == "-z"
     with pytest.raises(MotionError, match="up must be"):
         load_motion(EXTERNAL, up="w")
 
