@@ -1,0 +1,35 @@
+"""The project's two small models and the image geometry they share with the handlers.
+
+Serving one photo (what the TorchServe handlers do, and what evaluation does):
+
+    detector = load_detector("torchserve/weights/detector.pt", "cpu")
+    x, box = detector_input(rgb, detector.size)      # rgb: (H, W, 3) uint8
+    figures = decode_detections(detector(x)[0], box, (W, H))
+    # -> [{"bbox": [x1, y1, x2, y2], "score": s}, ...] in the photo's pixels, best first
+
+    pose = load_pose("torchserve/weights/pose.pt", "cpu")
+    x, box = pose_input(crop, pose.size)              # crop: (h, w, 3) uint8 of one figure
+    keypoints = decode_keypoints(pose(x)[0], box)
+    # -> [[x, y, score] x 17] in the crop's pixels, COCO order (KEYPOINT_NAMES)
+
+Inputs of several images stack along the first axis (all are size x size). The modules use
+relative imports among themselves only, so the folder also works copied into a .mar.
+"""
+
+from .detector import DetectorNet, decode_detections, detector_input, load_detector
+from .pose import KEYPOINT_NAMES, PoseNet, decode_keypoints, load_pose, pose_input
+from .transforms import Letterbox, letterbox
+
+__all__ = [
+    "KEYPOINT_NAMES",
+    "DetectorNet",
+    "Letterbox",
+    "PoseNet",
+    "decode_detections",
+    "decode_keypoints",
+    "detector_input",
+    "letterbox",
+    "load_detector",
+    "load_pose",
+    "pose_input",
+]

@@ -1,0 +1,127 @@
+"""Drawn-figure detector: a CenterNet-style heatmap of figure centres plus box edges.
+
+The network sees the photo letterboxed to ``size`` x ``size`` RGB and predicts, on a grid
+of stride 8, a centre logit and the distances (left, top, right, bottom) from each cell's
+centre to the figure's box edges, in cells. A figure is a local maximum of the centre
+heatmap; its box is the heat-weighted mean of the boxes its neighbouring cells predict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .layers import Backbone, ConvBNReLU, TopDown
+from .transforms import Letterbox, letterbox, to_tensor
+
+DETECTOR_FORMAT = "drawn-humanoid-detector/1"
+
+
+class DetectorNet(nn.Module):
+    """Input (N, 3, S, S) normalised RGB -> (N, 5, S/8, S/8): centre logit, then l, t, r, b."""
+
+    stride = 8
+
+    def __init__(self, size: int = 256, widths: tuple[int, ...] = (32, 64, 96, 128)) -> None:
+        super().__init__()
+        self.size = size
+        self.config = {"size": size, "widths": list(widths)}
+        self.backbone = Backbone(list(widths), [0, 1, 1, 2])
+        self.neck = TopDown(list(widths[1:]), widths[1])
+        self.head = nn.Sequential(ConvBNReLU(widths[1], widths[1]), nn.Conv2d(widths[1], 5, 1))
+        # A low prior on "figure here" keeps the focal loss calm in the first steps.
+        nn.init.constant_(self.head[-1].bias[:1], -4.0)
+        nn.init.constant_(self.head[-1].bias[1:], 2.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        features = self.backbone(x)[1:]  # strides 8, 16, 32
+        return self.head(self.neck(features))
+
+
+def detector_input(image: np.ndarray, size: int) -> tuple[torch.Tensor, Letterbox]:
+    """RGB uint8 (H, W, 3) photo -> the detector's input tensor (1, 3, size, size) and the
+    letterbox that maps its coordinates back to the photo's pixels."""
+    square, box = letterbox(image, size)
+    return to_tensor(square), box
+
+
+def cell_boxes(output: torch.Tensor, stride: int) -> torch.Tensor:
+    """Per-cell boxes (..., 4, h, w) as x1, y1, x2, y2 in input pixels from (..., 5, h, w)."""
+    h, w = output.shape[-2:]
+    ys = (torch.arange(h, dtype=output.dtype, device=output.device) + 0.5) * stride - 0.5
+    xs = (torch.arange(w, dtype=output.dtype, device=output.device) + 0.5) * stride - 0.5
+    ltrb = output[..., 1:5, :, :] * stride
+    return torch.stack(
+        [
+            xs[None, :] - ltrb[..., 0, :, :],
+            ys[:, None] - ltrb[..., 1, :, :],
+            xs[None, :] + ltrb[..., 2, :, :],
+            ys[:, None] + ltrb[..., 3, :, :],
+        ],
+        dim=-3,
+    )
+
+
+def box_iou(a: np.ndarray, b: np.ndarray) -> float:
+    """IoU of two [x1, y1, x2, y2] boxes."""
+    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = iw * ih
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return float(inter / union) if union > 0 else 0.0
+
+
+def decode_detections(
+    output: torch.Tensor,
+    box: Letterbox,
+    image_size: tuple[int, int],
+    *,
+    min_score: float = 0.05,
+    max_detections: int = 10,
+    nms_iou: float = 0.5,
+) -> list[dict[str, Any]]:
+    """One image's detector output (5, h, w) -> ``[{"bbox": [x1, y1, x2, y2], "score": s}]``
+    in the photo's pixels (``image_size`` = (width, height)), best first."""
+    output = output.detach().float().cpu()
+    stride = box.size // output.shape[-1]
+    heat = torch.sigmoid(output[0])
+    peaks = (heat == F.max_pool2d(heat[None, None], 3, 1, 1)[0, 0]) & (heat >= min_score)
+    boxes = cell_boxes(output, stride)  # (4, h, w)
+    h, w = heat.shape
+    ys, xs = torch.nonzero(peaks, as_tuple=True)
+    order = torch.argsort(heat[ys, xs], descending=True)
+    width, height = image_size
+    kept: list[dict[str, Any]] = []
+    for i in order.tolist():
+        y, x = int(ys[i]), int(xs[i])
+        # Averaging the neighbours' boxes, weighted by heat, cancels much of each cell's noise.
+        y0, y1, x0, x1 = max(y - 1, 0), min(y + 2, h), max(x - 1, 0), min(x + 2, w)
+        weights = heat[y0:y1, x0:x1]
+        xyxy = (boxes[:, y0:y1, x0:x1] * weights).sum(dim=(1, 2)) / weights.sum()
+        corners = box.to_source(xyxy.numpy().reshape(2, 2))
+        corners[:, 0] = corners[:, 0].clip(0, width)
+        corners[:, 1] = corners[:, 1].clip(0, height)
+        bbox = corners.reshape(4)
+        if bbox[2] - bbox[0] < 1 or bbox[3] - bbox[1] < 1:
+            continue
+        if any(box_iou(bbox, np.array(k["bbox"])) > nms_iou for k in kept):
+            continue
+        kept.append({"bbox": [round(float(v), 1) for v in bbox], "score": float(heat[y, x])})
+        if len(kept) == max_detections:
+            break
+    return kept
+
+
+def load_detector(path: str, device: str | torch.device = "cpu") -> DetectorNet:
+    """The detector saved by ``torchserve.train detector``, in eval mode on ``device``."""
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    if checkpoint.get("format") != DETECTOR_FORMAT:
+        raise ValueError(f"{path} is not a {DETECTOR_FORMAT} checkpoint")
+    config = checkpoint["config"]
+    model = DetectorNet(size=config["size"], widths=tuple(config["widths"]))
+    model.load_state_dict({k: v.float() for k, v in checkpoint["state_dict"].items()})
+    return model.to(device).eval()

@@ -1,0 +1,371 @@
+"""Training data: synthetic drawings cached as model-ready arrays, augmentation and targets.
+
+Each generated drawing gives two records: the whole photo letterboxed for the detector, and
+a square region around the figure (1.4x its box, at ``REGION`` px) from which the pose
+trainer cuts jittered crops, so it learns from boxes as imperfect as the detector's.
+Generation is the slow part, so the records are cached under ``torchserve/data/cache/``,
+keyed by the generator's source hash, the seeds and the sizes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import multiprocessing
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from torchserve.model.pose import FLIP_INDEX
+from torchserve.model.transforms import PAD_VALUE, fit_letterbox, letterbox
+
+CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "cache"
+REGION = 176  # side of the stored pose region
+REGION_MARGIN = 1.4  # region side / the box's longer side
+
+
+@dataclass
+class Records:
+    """Model-ready arrays for a range of seeds (index i = seed start + i)."""
+
+    det_images: np.ndarray  # (N, S, S, 3) uint8 letterboxed photos
+    det_boxes: np.ndarray  # (N, 4) float32 figure box in letterboxed pixels
+    regions: np.ndarray  # (N, REGION, REGION, 3) uint8 square around the figure
+    region_boxes: np.ndarray  # (N, 4) float32 figure box in region pixels
+    region_keypoints: np.ndarray  # (N, 17, 3) float32 x, y in region pixels, visibility
+
+    def __len__(self) -> int:
+        return len(self.det_boxes)
+
+
+def region_matrix(bbox: np.ndarray, size: int = REGION) -> np.ndarray:
+    """2x3 affine: photo pixels -> a ``size`` square centred on ``bbox``, REGION_MARGIN x its
+    longer side."""
+    x1, y1, x2, y2 = (float(v) for v in bbox)
+    side = max(x2 - x1, y2 - y1, 1.0) * REGION_MARGIN
+    scale = size / side
+    cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+    return np.array(
+        [[scale, 0.0, size / 2 - 0.5 - cx * scale], [0.0, scale, size / 2 - 0.5 - cy * scale]]
+    )
+
+
+def apply_affine(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Apply a 2x3 affine to the x, y columns of (..., 2+) points; extra columns kept."""
+    out = np.array(points, dtype=np.float64, copy=True)
+    xy = out[..., :2] @ matrix[:, :2].T + matrix[:, 2]
+    out[..., :2] = xy
+    return out
+
+
+def make_record(
+    image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray, det_size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One labelled photo -> (det image, det box, region, region box, region keypoints)."""
+    det_image, box = letterbox(image, det_size)
+    det_box = box.to_input(np.asarray(bbox, dtype=np.float64).reshape(2, 2)).reshape(4)
+    m = region_matrix(bbox)
+    # Downscaling by warpAffine alone aliases thin lines; pre-shrink the way serving does.
+    shrink = m[0, 0]
+    if shrink < 0.5:
+        factor = shrink * 2
+        h, w = image.shape[:2]
+        small = cv2.resize(
+            image,
+            (max(1, round(w * factor)), max(1, round(h * factor))),
+            interpolation=cv2.INTER_AREA,
+        )
+        pre = np.array([[factor, 0, 0.5 * factor - 0.5], [0, factor, 0.5 * factor - 0.5]])
+        m_small = m.copy()
+        m_small[:, :2] = m[:, :2] / factor
+        m_small[:, 2] = m[:, 2] - m_small[:, :2] @ pre[:, 2]
+        region = cv2.warpAffine(
+            small,
+            m_small,
+            (REGION, REGION),
+            flags=cv2.INTER_LINEAR,
+            borderMode=cv2.BORDER_REPLICATE,
+        )
+    else:
+        region = cv2.warpAffine(
+            image, m, (REGION, REGION), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+        )
+    region_box = apply_affine(m, np.asarray(bbox, dtype=np.float64).reshape(2, 2)).reshape(4)
+    region_kps = apply_affine(m, np.asarray(keypoints, dtype=np.float64))
+    return (
+        det_image,
+        det_box.astype(np.float32),
+        region,
+        region_box.astype(np.float32),
+        region_kps.astype(np.float32),
+    )
+
+
+# --- the cache ----------------------------------------------------------------------------
+
+
+def generator_version() -> str:
+    """A hash of the generator's source: a changed generator invalidates the cache."""
+    digest = hashlib.sha256()
+    synth = Path(__file__).resolve().parents[1] / "synth"
+    for path in sorted(synth.rglob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _generate_record(args: tuple[int, str, int]) -> tuple:
+    seed, split, det_size = args
+    from torchserve.synth import HELD_OUT_STYLES, generate
+
+    if split == "held_out_styles":
+        sample = generate(seed, only=HELD_OUT_STYLES)
+    else:
+        sample = generate(seed, exclude=HELD_OUT_STYLES)
+    return make_record(sample.image, sample.bbox, sample.keypoints, det_size)
+
+
+def build_records(
+    seeds: range,
+    det_size: int,
+    make: Callable[[tuple[int, str, int]], tuple] = _generate_record,
+    split: str = "train",
+    workers: int = 2,
+) -> Records:
+    """Generate the records of ``seeds`` (in seed order, so results do not depend on
+    ``workers``)."""
+    n = len(seeds)
+    out = Records(
+        np.empty((n, det_size, det_size, 3), np.uint8),
+        np.empty((n, 4), np.float32),
+        np.empty((n, REGION, REGION, 3), np.uint8),
+        np.empty((n, 4), np.float32),
+        np.empty((n, 17, 3), np.float32),
+    )
+    jobs = [(seed, split, det_size) for seed in seeds]
+    if workers > 1:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            results = pool.imap(make, jobs, chunksize=16)
+            _fill(out, results)
+    else:
+        _fill(out, map(make, jobs))
+    return out
+
+
+def _fill(out: Records, results) -> None:
+    for i, (det_image, det_box, region, region_box, region_kps) in enumerate(results):
+        out.det_images[i] = det_image
+        out.det_boxes[i] = det_box
+        out.regions[i] = region
+        out.region_boxes[i] = region_box
+        out.region_keypoints[i] = region_kps
+
+
+def cached_records(
+    seeds: range, det_size: int, split: str = "train", workers: int = 2, version: str | None = None
+) -> Records:
+    """``build_records`` for the synth generator, stored once under CACHE_DIR. ``version``
+    picks the cache of another generator version (default: the current source's)."""
+    version = version or generator_version()
+    key = f"{split}_{seeds.start}_{seeds.stop}_{det_size}_{REGION}_{version}"
+    folder = CACHE_DIR / key
+    if version != generator_version() and not (folder / "done").exists():
+        raise FileNotFoundError(f"no cached drawings of generator version {version} in {folder}")
+    names = ("det_images", "det_boxes", "regions", "region_boxes", "region_keypoints")
+    if (folder / "done").exists():
+        return Records(*(np.load(folder / f"{name}.npy", mmap_mode="r") for name in names))
+    records = build_records(seeds, det_size, split=split, workers=workers)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        np.save(folder / f"{name}.npy", getattr(records, name))
+    (folder / "done").touch()
+    return records
+
+
+# --- augmentation -------------------------------------------------------------------------
+
+
+def photometric(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Colour and exposure jitter in place of the photos the generator did not make."""
+    img = image.astype(np.float32)
+    if rng.random() < 0.5:
+        img = img[..., rng.permutation(3)]  # ink and paper colours the generator never chose
+    if rng.random() < 0.15:
+        img = np.repeat(img.mean(axis=2, keepdims=True), 3, axis=2)
+    gain = rng.uniform(0.7, 1.15) * rng.uniform(0.9, 1.1, size=3)
+    mean = img.mean()
+    contrast = rng.uniform(0.6, 1.2)  # faint pencil on a dim photo
+    img = (img - mean) * contrast + mean
+    img = img * gain + rng.uniform(-20, 20)
+    if rng.random() < 0.2:
+        img = cv2.GaussianBlur(img, (0, 0), rng.uniform(0.4, 1.0))
+    if rng.random() < 0.2:
+        img = img + rng.normal(0, rng.uniform(2, 8), img.shape).astype(np.float32)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def augment_detector(
+    image: np.ndarray, box: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """A letterboxed photo and its box -> a randomly flipped, zoomed, shifted, recoloured copy."""
+    size = image.shape[0]
+    x1, y1, x2, y2 = box
+    scale = rng.uniform(0.75, 1.2)
+    # Keep the scaled box inside the frame, then place it anywhere that allows.
+    scale = min(scale, 0.98 * size / max(x2 - x1, y2 - y1, 1.0))
+    bw, bh = (x2 - x1) * scale, (y2 - y1) * scale
+    nx1 = (
+        rng.uniform(0, max(size - bw, 0))
+        if rng.random() < 0.5
+        else x1 * scale + rng.uniform(-0.1, 0.1) * size
+    )
+    ny1 = (
+        rng.uniform(0, max(size - bh, 0))
+        if rng.random() < 0.5
+        else y1 * scale + rng.uniform(-0.1, 0.1) * size
+    )
+    nx1 = float(np.clip(nx1, 0, max(size - bw, 0)))
+    ny1 = float(np.clip(ny1, 0, max(size - bh, 0)))
+    m = np.array([[scale, 0, nx1 - x1 * scale], [0, scale, ny1 - y1 * scale]])
+    if rng.random() < 0.5:  # a box has no left or right: flipping needs no relabelling
+        m = np.array([[-1.0, 0, size - 1], [0, 1, 0]]) @ np.vstack([m, [0, 0, 1]])
+    out = cv2.warpAffine(
+        image, m, (size, size), flags=cv2.INTER_LINEAR, borderValue=(PAD_VALUE,) * 3
+    )
+    corners = apply_affine(m, np.array([[x1, y1], [x2, y2]]))
+    new_box = np.array(
+        [corners[:, 0].min(), corners[:, 1].min(), corners[:, 0].max(), corners[:, 1].max()],
+        dtype=np.float32,
+    )
+    return photometric(out, rng), new_box
+
+
+def erase_figure(image: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """The page with the figure painted over from its surroundings: a negative example, so
+    that a page with no person on it scores low."""
+    mask = np.zeros(image.shape[:2], np.uint8)
+    x1, y1, x2, y2 = np.round(box).astype(int)
+    mask[max(y1 - 2, 0) : y2 + 3, max(x1 - 2, 0) : x2 + 3] = 255
+    return cv2.inpaint(image, mask, 3, cv2.INPAINT_TELEA)
+
+
+def jitter_crop(box: np.ndarray, rng: np.random.Generator, limit: float) -> np.ndarray:
+    """A crop box around ``box`` as a detector (or a person) might draw it: each side moved by
+    up to ``limit`` of the box's size, more often outwards than inwards."""
+    x1, y1, x2, y2 = box
+    w, h = x2 - x1, y2 - y1
+    d = rng.uniform(-0.4 * limit, limit, size=4) * np.array([w, h, w, h])
+    return np.array([x1 - d[0], y1 - d[1], x2 + d[2], y2 + d[3]])
+
+
+def crop_matrix(crop: np.ndarray, size: int, angle: float = 0.0, flip: bool = False) -> np.ndarray:
+    """2x3 affine: region pixels -> the pose input made from ``crop`` (x1, y1, x2, y2) the way
+    serving makes it (cut, letterbox), then rotated by ``angle`` degrees, maybe mirrored."""
+    cw, ch = crop[2] - crop[0], crop[3] - crop[1]
+    lb = fit_letterbox(max(round(cw), 1), max(round(ch), 1), size)
+    m = lb.matrix().copy()
+    m[:, 2] -= m[:, :2] @ crop[:2]
+    centre = (size / 2 - 0.5, size / 2 - 0.5)
+    m = cv2.getRotationMatrix2D(centre, angle, 1.0) @ np.vstack([m, [0, 0, 1]])
+    if flip:
+        m = np.array([[-1.0, 0, size - 1], [0, 1, 0]]) @ np.vstack([m, [0, 0, 1]])
+    return m
+
+
+def cut_crop(region: np.ndarray, crop: np.ndarray, m: np.ndarray, size: int) -> np.ndarray:
+    """The pose input image for ``crop_matrix`` ``m``: the crop, grey beyond it as served."""
+    out = cv2.warpAffine(
+        region, m, (size, size), flags=cv2.INTER_LINEAR, borderValue=(PAD_VALUE,) * 3
+    )
+    x1, y1, x2, y2 = crop
+    quad = apply_affine(m, np.array([[x1, y1], [x2, y1], [x2, y2], [x1, y2]]))
+    inside = np.zeros((size, size), np.uint8)
+    cv2.fillConvexPoly(inside, np.round(quad * 16).astype(np.int32), 1, cv2.LINE_8, shift=4)
+    out[inside == 0] = PAD_VALUE
+    return out
+
+
+def augment_pose(
+    region: np.ndarray,
+    box: np.ndarray,
+    keypoints: np.ndarray,
+    size: int,
+    rng: np.random.Generator,
+    jitter: float = 0.15,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A figure's region -> (pose input image ``size`` square, keypoints in its pixels).
+
+    The crop is what serving gets: a box near the figure's, letterboxed. A little rotation
+    and a mirror (with left and right joints swapped) add variety.
+    """
+    crop = jitter_crop(box, rng, jitter)
+    crop[[0, 1]] = np.maximum(crop[[0, 1]], 0)
+    crop[[2, 3]] = np.minimum(crop[[2, 3]], region.shape[1] - 1)
+    flip = bool(rng.random() < 0.5)
+    m = crop_matrix(crop, size, angle=float(rng.normal(0, 6)), flip=flip)
+    kps = apply_affine(m, keypoints)
+    if flip:
+        kps = kps[list(FLIP_INDEX)]
+    return photometric(cut_crop(region, crop, m, size), rng), kps.astype(np.float32)
+
+
+# --- targets ------------------------------------------------------------------------------
+
+
+def detector_targets(
+    boxes: np.ndarray, size: int, stride: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Boxes (N, 4) in input pixels -> centre heatmaps (N, g, g), l/t/r/b in cells (N, 4, g, g)
+    and regression weights (N, g, g): the cells near each centre. A NaN box: no figure."""
+    g = size // stride
+    centres = (np.arange(g) + 0.5) * stride - 0.5
+    n = len(boxes)
+    heat = np.zeros((n, g, g), np.float32)
+    ltrb = np.zeros((n, 4, g, g), np.float32)
+    x1, y1, x2, y2 = (boxes[:, i][:, None, None] for i in range(4))
+    xs, ys = centres[None, None, :], centres[None, :, None]
+    cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+    sigma = np.clip(0.1 * np.sqrt((x2 - x1) * (y2 - y1)) / stride, 0.7, 3.0)
+    d2 = ((xs - cx) ** 2 + (ys - cy) ** 2) / stride**2
+    heat[:] = np.exp(-d2 / (2 * sigma**2))
+    # The cell holding the centre is the one positive of the focal loss.
+    ci = np.clip(np.nan_to_num((cx + 0.5) / stride).astype(int), 0, g - 1).reshape(n)
+    cj = np.clip(np.nan_to_num((cy + 0.5) / stride).astype(int), 0, g - 1).reshape(n)
+    heat[np.arange(n), cj, ci] = 1.0
+    heat[np.isnan(boxes).any(axis=1)] = 0.0
+    ltrb[:, 0] = (xs - x1) / stride
+    ltrb[:, 1] = (ys - y1) / stride
+    ltrb[:, 2] = (x2 - xs) / stride
+    ltrb[:, 3] = (y2 - ys) / stride
+    weights = (heat > 0.3).astype(np.float32) * heat
+    return heat, np.nan_to_num(ltrb), weights
+
+
+def pose_targets(
+    keypoints: np.ndarray, size: int, stride: int, sigma: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Keypoints (N, 17, 3) in input pixels -> target distributions (N, 17, g, g), each summing
+    to 1, and joint weights (N, 17): visible joints inside the input."""
+    g = size // stride
+    centres = np.arange(g, dtype=np.float32)
+    u = (keypoints[..., 0] + 0.5) / stride - 0.5
+    v = (keypoints[..., 1] + 0.5) / stride - 0.5
+    inside = (u > -0.5) & (u < g - 0.5) & (v > -0.5) & (v < g - 0.5)
+    u, v = np.clip(u, 0, g - 1), np.clip(v, 0, g - 1)
+    gx = np.exp(-((centres - u[..., None]) ** 2) / (2 * sigma**2))
+    gy = np.exp(-((centres - v[..., None]) ** 2) / (2 * sigma**2))
+    target = gy[..., :, None] * gx[..., None, :]
+    target /= target.sum(axis=(-2, -1), keepdims=True)
+    weights = ((keypoints[..., 2] > 0) & inside).astype(np.float32)
+    return target.astype(np.float32), weights
+
+
+def cosine_lr(step: int, steps: int, base: float, warmup: int) -> float:
+    """Linear warm-up, then cosine decay to 2% of ``base``."""
+    if step < warmup:
+        return base * (step + 1) / warmup
+    t = (step - warmup) / max(1, steps - warmup)
+    return base * (0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * t)))

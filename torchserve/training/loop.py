@@ -1,0 +1,244 @@
+"""The training loop of both models: seeded batches, AdamW, cosine schedule, checkpoints.
+
+Everything random flows from one seed: torch's for the initial weights, one numpy
+generator for batch order and augmentation, so a run is bitwise repeatable on the same
+machine, library versions and thread count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from torchserve.model.detector import (
+    DETECTOR_FORMAT,
+    DetectorNet,
+    decode_detections,
+)
+from torchserve.model.pose import POSE_FORMAT, PoseNet, heatmap_coordinates
+from torchserve.model.transforms import Letterbox, to_tensor
+from torchserve.training import data, losses
+from torchserve.training.metrics import box_iou, pck_hits
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    kind: str  # "detector" or "pose"
+    steps: int
+    batch_size: int = 32
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    warmup: int = 200
+    seed: int = 0
+    size: int = 192  # model input side
+    jitter: float = 0.22  # pose crop jitter, fraction of the box
+
+
+def seed_everything(seed: int) -> np.random.Generator:
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+    return np.random.default_rng(seed)
+
+
+def detector_batch(
+    records: data.Records,
+    idx: np.ndarray,
+    rng: np.random.Generator,
+    stride: int,
+    negatives: float = 0.05,
+) -> tuple[torch.Tensor, ...]:
+    images, boxes = [], []
+    for i in idx:
+        image, box = data.augment_detector(records.det_images[i], records.det_boxes[i], rng)
+        if rng.random() < negatives:
+            image, box = data.erase_figure(image, box), np.full(4, np.nan, np.float32)
+        images.append(image)
+        boxes.append(box)
+    size = images[0].shape[0]
+    heat, ltrb, weights = data.detector_targets(np.stack(boxes), size, stride)
+    return to_tensor(np.stack(images)), *map(torch.from_numpy, (heat, ltrb, weights))
+
+
+def detector_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    x, heat, ltrb, weights = batch
+    out = model(x)
+    return (
+        losses.focal_loss(out[:, 0], heat)
+        + losses.ltrb_giou_loss(out[:, 1:], ltrb, weights) * 2
+        + losses.ltrb_l1_loss(out[:, 1:], ltrb, weights) * 0.5
+    )
+
+
+def pose_batch(
+    records: data.Records,
+    idx: np.ndarray,
+    rng: np.random.Generator,
+    size: int,
+    stride: int,
+    jitter: float,
+) -> tuple[torch.Tensor, ...]:
+    images, keypoints = zip(
+        *(
+            data.augment_pose(
+                records.regions[i],
+                records.region_boxes[i],
+                records.region_keypoints[i],
+                size,
+                rng,
+                jitter,
+            )
+            for i in idx
+        ),
+        strict=True,
+    )
+    target, weights = data.pose_targets(np.stack(keypoints), size, stride)
+    return to_tensor(np.stack(images)), torch.from_numpy(target), torch.from_numpy(weights)
+
+
+def pose_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    x, target, weights = batch
+    return losses.heatmap_ce_loss(model(x), target, weights)
+
+
+def build_model(config: TrainConfig) -> torch.nn.Module:
+    if config.kind == "detector":
+        return DetectorNet(size=config.size)
+    if config.kind == "pose":
+        return PoseNet(size=config.size)
+    raise ValueError(f"unknown model kind {config.kind!r}: choose detector or pose")
+
+
+def train(
+    config: TrainConfig,
+    records: data.Records,
+    *,
+    validate: Callable[[torch.nn.Module], dict[str, float]] | None = None,
+    every: int = 250,
+    checkpoint: Callable[[torch.nn.Module, int], None] | None = None,
+) -> torch.nn.Module:
+    """Train one model on ``records`` for ``config.steps`` steps and return it in eval mode."""
+    rng = seed_everything(config.seed)
+    model = build_model(config)
+    decay = [p for n, p in model.named_parameters() if p.ndim > 1]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim <= 1]
+    optimiser = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": config.weight_decay},
+            {"params": no_decay, "weight_decay": 0},
+        ],
+        lr=config.lr,
+    )
+    model.train()
+    started, running = time.monotonic(), []
+    for step in range(config.steps):
+        idx = rng.integers(0, len(records), size=config.batch_size)
+        if config.kind == "detector":
+            batch = detector_batch(records, idx, rng, model.stride)
+            loss = detector_loss(model, batch)
+        else:
+            batch = pose_batch(records, idx, rng, config.size, model.stride, config.jitter)
+            loss = pose_loss(model, batch)
+        lr = data.cosine_lr(
+            step, config.steps, config.lr, min(config.warmup, config.steps // 5 + 1)
+        )
+        for group in optimiser.param_groups:
+            group["lr"] = lr
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        optimiser.step()
+        running.append(loss.item())
+        done = step + 1
+        if done % every == 0 or done == config.steps:
+            elapsed = time.monotonic() - started
+            line = f"{config.kind} step {done}/{config.steps} loss {np.mean(running):.4f} lr {lr:.2e} {elapsed:.0f}s"
+            running = []
+            if validate is not None:
+                model.eval()
+                with torch.no_grad():
+                    line += " " + " ".join(f"{k} {v:.4f}" for k, v in validate(model).items())
+                model.train()
+            logger.info(line)
+            if checkpoint is not None:
+                checkpoint(model.eval(), done)
+                model.train()
+    return model.eval()
+
+
+def validate_detector(records: data.Records) -> Callable[[torch.nn.Module], dict[str, float]]:
+    """Mean IoU of the best box on letterboxed records (no augmentation)."""
+
+    def run(model: torch.nn.Module) -> dict[str, float]:
+        size = records.det_images.shape[1]
+        identity = Letterbox(1.0, 0, 0, size)
+        ious = []
+        for start in range(0, len(records), 64):
+            out = model(to_tensor(np.asarray(records.det_images[start : start + 64])))
+            for j, o in enumerate(out):
+                found = decode_detections(o, identity, (size, size))
+                truth = records.det_boxes[start + j]
+                ious.append(box_iou(np.array(found[0]["bbox"]), truth) if found else 0.0)
+        ious = np.array(ious)
+        return {"val_iou": float(ious.mean()), "val_r50": float((ious >= 0.5).mean())}
+
+    return run
+
+
+def validate_pose(
+    records: data.Records, size: int
+) -> Callable[[torch.nn.Module], dict[str, float]]:
+    """PCK@0.1 on crops of the true boxes (no augmentation)."""
+    crops = [data.crop_matrix(records.region_boxes[i], size) for i in range(len(records))]
+    images = np.stack(
+        [
+            data.cut_crop(records.regions[i], records.region_boxes[i], m, size)
+            for i, m in enumerate(crops)
+        ]
+    )
+    truth = [data.apply_affine(m, records.region_keypoints[i]) for i, m in enumerate(crops)]
+    boxes = [
+        data.apply_affine(m, records.region_boxes[i].reshape(2, 2)).reshape(4)
+        for i, m in enumerate(crops)
+    ]
+
+    def run(model: torch.nn.Module) -> dict[str, float]:
+        hits = []
+        for start in range(0, len(images), 64):
+            out = model(to_tensor(images[start : start + 64]))
+            points = heatmap_coordinates(out, model.stride).numpy()
+            for j, p in enumerate(points):
+                hits.append(pck_hits(p, truth[start + j], boxes[start + j]))
+        return {"val_pck": float(np.nanmean(np.stack(hits)))}
+
+    return run
+
+
+def weights_digest(model: torch.nn.Module) -> str:
+    """SHA-256 of the parameters and buffers, in order: equal digests, equal weights."""
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def save_checkpoint(model: torch.nn.Module, config: TrainConfig, path: str, meta: dict) -> None:
+    """Write the weights atomically, with what is needed to rebuild and to retrain them."""
+    payload = {
+        "format": DETECTOR_FORMAT if config.kind == "detector" else POSE_FORMAT,
+        "config": model.config,
+        "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+        "meta": {**{k: str(v) for k, v in asdict(config).items()}, **meta},
+    }
+    tmp = f"{path}.tmp"
+    torch.save(payload, tmp)
+    os.replace(tmp, path)

@@ -1,0 +1,28 @@
+"""The figures the models are judged by: box IoU, recall at IoU 0.5, PCK@0.1."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torchserve.model.detector import box_iou
+
+PCK_THRESHOLD = 0.1  # of the figure box's longer side
+
+
+def pck_hits(pred: np.ndarray, truth: np.ndarray, bbox: np.ndarray) -> np.ndarray:
+    """Per joint: 1 if the prediction is within PCK_THRESHOLD x the box's longer side of the
+    truth, 0 if not, NaN where the joint is not labelled visible. (17, 2+) inputs."""
+    side = max(bbox[2] - bbox[0], bbox[3] - bbox[1])
+    dist = np.hypot(pred[:, 0] - truth[:, 0], pred[:, 1] - truth[:, 1])
+    hits = (dist <= PCK_THRESHOLD * side).astype(np.float64)
+    hits[truth[:, 2] <= 0] = np.nan
+    return hits
+
+
+def summarise_boxes(ious: list[float]) -> dict[str, float]:
+    """Mean IoU and recall at IoU 0.5 of the best box per image (0 where none was found)."""
+    values = np.asarray(ious, dtype=np.float64)
+    return {"mean_iou": float(values.mean()), "recall_50": float((values >= 0.5).mean())}
+
+
+__all__ = ["PCK_THRESHOLD", "box_iou", "pck_hits", "summarise_boxes"]
