@@ -200,6 +200,9 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
         y_sh = neck_top[1] + neck + _u(rng, 0.0, 0.02)
         hw = sw * _u(rng, 0.45, 0.95)
     torso = _u(rng, 0.15, 0.4)
+    if body != "stick":  # a body wider than it is tall reads as a table, not a person
+        sw = min(sw, torso * _u(rng, 0.45, 0.7))
+        hw = min(hw, sw)
     lean = _u(rng, -0.06, 0.06)
     x_sh = neck_top[0] + _u(rng, -0.02, 0.02)
     kp[L_SHOULDER], kp[R_SHOULDER] = (x_sh + sw, y_sh), (x_sh - sw, y_sh)
@@ -421,9 +424,19 @@ def _hair_and_hat(rng, styles, rx, ry, tilt, shapes) -> None:
         for a in np.linspace(-np.pi * 0.95, -np.pi * 0.05, int(rng.integers(4, 8))):
             c = np.array([np.cos(a) * rx, np.sin(a) * ry]) * 1.05
             shapes.append(Shape("hair", ellipse(c, 0.28 * rx, 0.28 * ry, 10) @ rot, True))
+    elif hair == "pigtails":
+        t = np.linspace(-np.pi * 0.9, -np.pi * 0.1, 10)
+        shapes.append(Shape("hair", np.stack([np.cos(t) * rx, np.sin(t) * ry * 1.05], 1) @ rot))
+        for side in (1, -1):
+            c = np.array([side * rx * _u(rng, 1.15, 1.4), -ry * _u(rng, 0.0, 0.4)])
+            tail = ellipse(c, 0.22 * rx, 0.4 * ry, 12, 0.0, side * 0.5)
+            shapes.append(Shape("hair", tail @ rot, True, rng.random() < 0.5))
+    elif hair == "bun":
+        c = np.array([0.0, -ry * 1.2])
+        shapes.append(Shape("hair", ellipse(c, 0.35 * rx, 0.3 * ry, 12) @ rot, True, True))
 
     hat = styles["hat"]
-    top = -ry * (1.25 if hair in ("spiky", "scribble", "curly") else 0.95)
+    top = -ry * (1.25 if hair in ("spiky", "scribble", "curly", "bun") else 0.95)
     if hat == "party":
         h, w = _u(rng, 0.6, 1.1) * ry, _u(rng, 0.5, 0.8) * rx
         pts = np.array([(-w, top + 0.15 * ry), (0, top - h), (w, top + 0.15 * ry)])
@@ -447,6 +460,16 @@ def _hair_and_hat(rng, styles, rx, ry, tilt, shapes) -> None:
         shapes.append(Shape("hat_fill", body @ rot, True, True))
         shapes.append(Shape("hat", body @ rot, True))
         shapes.append(Shape("hat", brim @ rot, width=1.3))
+    elif hat == "crown":
+        w, h = rx * _u(rng, 0.5, 0.8), ry * _u(rng, 0.4, 0.7)
+        n = int(rng.integers(3, 6))
+        xs = np.linspace(-w, w, 2 * n + 1)
+        ys = np.where(np.arange(2 * n + 1) % 2 == 0, top - h, top - h * 0.45)
+        crown = np.concatenate(
+            [[(-w, top + 0.15 * ry)], np.stack([xs, ys], 1), [(w, top + 0.15 * ry)]]
+        )
+        shapes.append(Shape("hat_fill", crown @ rot, True, True))
+        shapes.append(Shape("hat", crown @ rot, True))
 
 
 def draw_figure(

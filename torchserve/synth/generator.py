@@ -49,7 +49,7 @@ def _tilt(rng: np.random.Generator, figure: Figure, max_deg: float) -> Figure:
     """Children rarely draw a person upright, or with the proportions they meant."""
     a = np.radians(rng.uniform(-max_deg, max_deg))
     r = np.array([[np.cos(a), np.sin(a)], [-np.sin(a), np.cos(a)]])
-    r = np.diag([rng.uniform(0.75, 1.3), 1.0]) @ r  # squat or lanky
+    r = np.diag([rng.uniform(0.8, 1.2), 1.0]) @ r  # squat or lanky
     for s in figure.shapes:
         s.points = s.points @ r
     return Figure(figure.keypoints @ r, figure.shapes)

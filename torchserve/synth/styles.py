@@ -12,8 +12,8 @@ STYLE_AXES: dict[str, tuple[str, ...]] = {
     "head": ("normal", "huge"),
     "neck": ("none", "short", "long"),
     "hands": ("none", "mitten", "fingers"),
-    "hair": ("none", "scribble", "spiky", "long", "curly"),
-    "hat": ("none", "party", "cap", "top"),
+    "hair": ("none", "scribble", "spiky", "long", "curly", "pigtails", "bun"),
+    "hat": ("none", "party", "cap", "top", "crown"),
     "arms": ("down", "out", "up", "crossed", "hips", "wave", "mixed"),
     "legs": ("together", "apart", "wide", "step", "kick"),
     "scene": ("plain", "some", "busy"),
@@ -25,7 +25,7 @@ HELD_OUT_STYLES: dict[str, str] = {"paper": "squared", "body": "dress", "medium"
 
 # Relative frequencies where uniform would be unrealistic (missing values weigh 1).
 _WEIGHTS: dict[str, dict[str, float]] = {
-    "hat": {"none": 3.0},
+    "hat": {"none": 4.0},
     "scene": {"plain": 1.0, "some": 2.0, "busy": 1.5},
     "neck": {"none": 1.5},
 }
