@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -67,7 +67,6 @@ RIG: tuple[tuple[str, str | None, tuple[float, float, float]], ...] = (
 NAMES = tuple(n for n, _, _ in RIG)
 PARENTS = np.array([-1 if p is None else NAMES.index(p) for _, p, _ in RIG])
 OFFSETS = np.array([o for _, _, o in RIG])
-STAND_HEIGHT = OFFSETS[0, 1]
 
 # Limb chains: (anchor joint whose frame the directions are given in, bones in order).
 ARMS = {"left": ("Spine1", ("LeftArm", "LeftForeArm", "LeftHand")),
@@ -76,7 +75,6 @@ LEGS = {"left": ("Hips", ("LeftUpLeg", "LeftLeg", "LeftFoot")),
         "right": ("Hips", ("RightUpLeg", "RightLeg", "RightFoot"))}  # fmt: skip
 ROTATED = ("Hips", "Spine", "Spine1", "Neck", "Head")
 
-DOWN = (0.0, -1.0, 0.0)
 FOOT_FLAT = (0.0, -6.0, 13.0)
 
 
@@ -88,6 +86,11 @@ def v(x: float, y: float, z: float) -> np.ndarray:
 def mirror(d: tuple[float, float, float] | np.ndarray) -> np.ndarray:
     """The same direction for the other side of the body (x flipped)."""
     return np.array([-d[0], d[1], d[2]], dtype=np.float64)
+
+
+def symmetric(*dirs: tuple[float, float, float]) -> dict[str, tuple[np.ndarray, ...]]:
+    """A limb pair's directions given for the left side, mirrored for the right."""
+    return {"left": tuple(v(*d) for d in dirs), "right": tuple(mirror(v(*d)) for d in dirs)}
 
 
 @dataclass
@@ -106,17 +109,17 @@ class Pose:
         out = [np.array(self.hips, dtype=np.float64)]
         out += [np.array(self.turn.get(j, (0.0, 0.0, 0.0)), dtype=np.float64) for j in ROTATED]
         for side in ARMS:
-            upper, fore, *hand = self.arms.get(side, ARM_REST[side])
+            upper, fore, *hand = self.arms.get(side, RELAXED_ARMS[side])
             out += [v(*d) for d in (upper, fore, hand[0] if hand else fore)]
         for side in LEGS:
-            thigh, shin, *foot = self.legs.get(side, LEG_REST[side])
+            thigh, shin, *foot = self.legs.get(side, STRAIGHT_LEGS[side])
             out += [v(*d) for d in (thigh, shin, foot[0] if foot else FOOT_FLAT)]
         return np.concatenate(out)
 
 
-ARM_REST = {"left": (v(0.15, -1, 0.05), v(0.1, -1, 0.15)),
-            "right": (mirror(v(0.15, -1, 0.05)), mirror(v(0.1, -1, 0.15)))}  # fmt: skip
-LEG_REST = {side: (v(0, -1, 0), v(0, -1, 0), v(*FOOT_FLAT)) for side in ("left", "right")}
+# What a key pose that leaves a limb out does with it: arms hang relaxed, legs stand.
+RELAXED_ARMS = symmetric((0.15, -1, 0.05), (0.1, -1, 0.15))
+STRAIGHT_LEGS = symmetric((0, -1, 0), (0, -1, 0), FOOT_FLAT)
 
 
 # ---- rotations ------------------------------------------------------------------------
@@ -165,15 +168,15 @@ def best_order(local: np.ndarray) -> str:
 
 
 def world_rotations(track: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-frame world rotations of every rotating joint from the spline samples."""
+    """Per-frame world rotations (F, 3, 3) of the joints the key poses turn or aim."""
     n = track.shape[0]
-    hips_pos, turns, rest = track[:, :3], track[:, 3:18], track[:, 18:]
+    turns, limb_dirs = track[:, 3:18], track[:, 18:]
     world: dict[str, np.ndarray] = {}
     for k, joint in enumerate(ROTATED):
         local = euler_matrix(turns[:, 3 * k : 3 * k + 3])
         parent = NAMES[PARENTS[NAMES.index(joint)]] if joint != "Hips" else None
         world[joint] = local if parent is None else world[parent] @ local
-    dirs = rest.reshape(n, -1, 3)
+    dirs = limb_dirs.reshape(n, -1, 3)
     dirs = dirs / np.linalg.norm(dirs, axis=2, keepdims=True)
     col = 0
     for chains in (ARMS, LEGS):
@@ -190,7 +193,6 @@ def world_rotations(track: np.ndarray) -> dict[str, np.ndarray]:
                 current = swing(now, target) @ current
                 world[bone] = current
                 col += 1
-    world["hips_pos"] = hips_pos
     return world
 
 
@@ -200,6 +202,7 @@ def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]]) -> BVH:
     spline = CubicSpline(times, values, bc_type="periodic", axis=0)
     n_frames = int(round(duration * FPS)) + 1
     track = spline(np.arange(n_frames) / FPS)
+    hips = track[:, :3]  # sideways, lift of the lowest foot, forward
     world = world_rotations(track)
 
     channels: list[tuple[str, ...]] = []
@@ -218,19 +221,20 @@ def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]]) -> BVH:
         chans = tuple(f"{c}rotation" for c in order)
         if parent is None:
             chans = ("Xposition", "Yposition", "Zposition", *chans)
-            columns.append(OFFSETS[0] + world["hips_pos"] * [1, 0, 1])
+            columns.append(OFFSETS[0] + hips * [1, 0, 1])
         channels.append(chans)
         columns.append(_unwrap(to_euler(local, order)))
     motion = np.concatenate(columns, axis=1)
     offsets = OFFSETS.copy()
     offsets[0] = 0.0  # the root's position channels carry its height
-    bvh = BVH(NAMES, PARENTS.copy(), offsets, tuple(channels), 1.0 / FPS, motion, "author")
-    # Put the lowest foot point at the key poses' lift above the floor: grounded feet
-    # neither sink nor float, whatever the legs do.
+    standing = BVH(NAMES, PARENTS.copy(), offsets, tuple(channels), 1.0 / FPS, motion, "author")
+    # Put the lowest foot point at the key poses' lift above the floor, so that grounded
+    # feet neither sink nor float whatever the legs do (and never below where the spline dips).
     feet = [NAMES.index(n) for n in NAMES if "Foot" in n or "Toe" in n]
-    lowest = forward_kinematics(bvh)[:, feet, 1].min(axis=1)
-    motion[:, 1] += np.maximum(world["hips_pos"][:, 1], 0.0) - lowest  # spline dips: not below
-    return bvh
+    lowest = forward_kinematics(standing)[:, feet, 1].min(axis=1)
+    motion = motion.copy()
+    motion[:, 1] += np.maximum(hips[:, 1], 0.0) - lowest
+    return replace(standing, motion=motion)
 
 
 # ---- the motions ----------------------------------------------------------------------
@@ -288,40 +292,31 @@ def jumping() -> tuple[float, list[tuple[float, Pose]]]:
     crouch = Pose(
         hips=(0.0, 0.0, -4.0),
         turn={"Spine": (18, 0, 0), "Spine1": (10, 0, 0), "Neck": (-12, 0, 0)},
-        arms={"left": (v(0.35, -0.8, -0.5), v(0.3, -0.7, -0.6)),
-              "right": (mirror(v(0.35, -0.8, -0.5)), mirror(v(0.3, -0.7, -0.6)))},
-        legs={"left": (v(0.5, -0.5, 0.7), v(0.25, -1, -0.45), v(0.1, -0.4, 1)),
-              "right": (v(-0.5, -0.5, 0.7), v(-0.25, -1, -0.45), v(-0.1, -0.4, 1))},
-    )  # fmt: skip
+        arms=symmetric((0.35, -0.8, -0.5), (0.3, -0.7, -0.6)),
+        legs=symmetric((0.5, -0.5, 0.7), (0.25, -1, -0.45), (0.1, -0.4, 1)),
+    )
     takeoff = Pose(
         hips=(0.0, 2.0, 0.0),
         turn={"Spine": (-4, 0, 0)},
-        arms={"left": (v(0.45, 1, 0.2), v(0.4, 1, 0.1)),
-              "right": (mirror(v(0.45, 1, 0.2)), mirror(v(0.4, 1, 0.1)))},
-        legs={s: (v(0, -1, 0), v(0, -1, -0.05), v(0, -1, 0.5)) for s in ("left", "right")},
-    )  # fmt: skip
+        arms=symmetric((0.45, 1, 0.2), (0.4, 1, 0.1)),
+        legs=symmetric((0, -1, 0), (0, -1, -0.05), (0, -1, 0.5)),
+    )
     apex = Pose(
         hips=(0.0, 38.0, 0.0),
         turn={"Spine": (-2, 0, 0)},
-        arms={"left": (v(1, 0.9, 0.1), v(1, 1.2, 0)),
-              "right": (mirror(v(1, 0.9, 0.1)), mirror(v(1, 1.2, 0)))},
-        legs={"left": (v(0.45, -0.7, 0.5), v(0.3, -1, -0.3), v(0, -0.5, 1)),
-              "right": (v(-0.45, -0.7, 0.5), v(-0.3, -1, -0.3), v(0, -0.5, 1))},
-    )  # fmt: skip
+        arms=symmetric((1, 0.9, 0.1), (1, 1.2, 0)),
+        legs=symmetric((0.45, -0.7, 0.5), (0.3, -1, -0.3), (0, -0.5, 1)),
+    )
     land = Pose(
-        hips=(0.0, 0.0, 0.0),
-        arms={"left": (v(1, 0.2, 0.2), v(1, 0.1, 0.2)),
-              "right": (mirror(v(1, 0.2, 0.2)), mirror(v(1, 0.1, 0.2)))},
-        legs={s: (v(0, -1, 0.02), v(0, -1, 0), v(0, -0.5, 1)) for s in ("left", "right")},
-    )  # fmt: skip
+        arms=symmetric((1, 0.2, 0.2), (1, 0.1, 0.2)),
+        legs=symmetric((0, -1, 0.02), (0, -1, 0), (0, -0.5, 1)),
+    )
     absorb = Pose(
         hips=(0.0, 0.0, -3.0),
         turn={"Spine": (14, 0, 0), "Neck": (-8, 0, 0)},
-        arms={"left": (v(0.8, -0.5, 0.3), v(0.6, -0.4, 0.7)),
-              "right": (mirror(v(0.8, -0.5, 0.3)), mirror(v(0.6, -0.4, 0.7)))},
-        legs={"left": (v(0.45, -0.6, 0.6), v(0.2, -1, -0.4), v(0.1, -0.4, 1)),
-              "right": (v(-0.45, -0.6, 0.6), v(-0.2, -1, -0.4), v(-0.1, -0.4, 1))},
-    )  # fmt: skip
+        arms=symmetric((0.8, -0.5, 0.3), (0.6, -0.4, 0.7)),
+        legs=symmetric((0.45, -0.6, 0.6), (0.2, -1, -0.4), (0.1, -0.4, 1)),
+    )
     return 2.2, [
         (0.0, stand),
         (0.45, crouch),
