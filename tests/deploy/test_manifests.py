@@ -125,9 +125,11 @@ def test_gateway_reads_every_setting_the_manifests_give_it(containers):
     assert not unread, f"the gateway never reads {unread}"
 
 
-def test_grace_period_outlasts_the_prestop_pause_and_the_drain(pod, containers):
+def test_grace_period_outlasts_the_prestop_pause_and_the_drain(pod, containers, monkeypatch):
     import runpy
 
+    # Set, so that the config file creates no metrics folder of its own.
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "/nonexistent")
     conf = runpy.run_path(str(ROOT / "gateway" / "gunicorn.conf.py"))
     pause = int(containers["gateway"]["lifecycle"]["preStop"]["exec"]["command"][-1])
     timeout_s = float(load("configmap.yaml")["data"]["MODEL_TIMEOUT_S"])
