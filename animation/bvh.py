@@ -200,7 +200,8 @@ def parse_bvh(text: str, source: str = "<bvh>") -> BVH:
             raise BVHError(f"{source}:{i}: missing '{key.title()}:' line (truncated file?)")
         label, _, value = lines[i].partition(":")
         if label.strip().lower() != key:
-            raise BVHError(f"{source}:{i + 1}: expected '{key.title()}:', found {lines[i]!r}")
+            found = lines[i][:40]
+            raise BVHError(f"{source}:{i + 1}: expected '{key.title()}:', found {found!r}")
         header[key] = (_number(value.strip(), i + 1, source, key), i + 1)
         i += 1
     n_frames, frames_line = header["frames"]

@@ -352,14 +352,18 @@ def load_motion(
     up: str | None = None,
     table: dict[str, MotionSpec] | None = None,
 ) -> Motion:
-    """A motion from the table by name, or any .bvh file by path (configured from its names)."""
+    """A motion from the table by name, or a `.bvh` file by path (configured from its names).
+
+    Only names ending in `.bvh` are read as paths, so a name taken from a request can never
+    open another file; a service should still accept table names only.
+    """
     key = str(name_or_path)
     if table is None and not key.lower().endswith(".bvh"):
         table = load_motion_table()
     if table is not None and key in table:
         return motion_from_spec(table[key], up=up)
     path = Path(key)
-    if path.suffix.lower() == ".bvh" or path.is_file():
+    if path.suffix.lower() == ".bvh":
         try:
             bvh = _read_bvh(path)
         except BVHError as exc:

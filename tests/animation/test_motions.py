@@ -136,6 +136,9 @@ def test_frame_range_trims_the_clip():
 def test_unknown_motion_and_bad_tables(tmp_path):
     with pytest.raises(MotionError, match="unknown motion 'moonwalk'; known: dab"):
         load_motion("moonwalk")
+    # A name that is a readable file but not a .bvh is still just an unknown name.
+    with pytest.raises(MotionError, match="unknown motion"):
+        load_motion(str(MOTION_TABLE))
     table = tmp_path / "motions.yaml"
     table.write_text("motions:\n  spin:\n    file: spin.bvh\n    projection: sideways\n")
     with pytest.raises(MotionError, match="projection"):
