@@ -27,6 +27,10 @@ _SIDE = {"left": 1.0, "right": -1.0}
 # its 2D direction is noise (it flips as the bone passes the view axis). Below _FORESHORTENED
 # of its length it keeps the drawing's direction; up to _CLEAR it blends into the BVH's.
 _FORESHORTENED, _CLEAR = 0.05, 0.25
+_CHARACTER_LEGS = [
+    (JOINT_INDEX[f"{side}_hip"], JOINT_INDEX[f"{side}_knee"], JOINT_INDEX[f"{side}_foot"])
+    for side in ("left", "right")
+]
 
 
 def _axis_vector(up: str) -> np.ndarray:
@@ -146,8 +150,7 @@ def retarget(skeleton: Skeleton, motion: Motion, times_s: np.ndarray) -> np.ndar
     # feet, so that grounded BVH feet mean grounded character feet.
     legs = list(motion.leg_joints.values())
     bvh_leg = _leg_length(rest_positions(motion.bvh), legs)
-    char_leg = _leg_length(rest, [(JOINT_INDEX[f"{s}_hip"], JOINT_INDEX[f"{s}_knee"],
-                                   JOINT_INDEX[f"{s}_foot"]) for s in ("left", "right")])  # fmt: skip
+    char_leg = _leg_length(rest, _CHARACTER_LEGS)
     scale = char_leg / max(bvh_leg, 1e-12)
     hips = motion.bones["torso"][0]
     dx = (pos[:, hips] - all_pos[0, hips]) @ lateral * scale

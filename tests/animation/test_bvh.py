@@ -152,7 +152,7 @@ def _line_of(text: str, needle: str) -> int:
         # header lies about the frame count
         (lambda t: t.replace("Frames: 3", "Frames: 2"), "0 0 0 0 0 0  90", "more frame rows"),
         (lambda t: t.replace("Frame Time: 0.0333333", "Frame Time: 0"), "Frame Time", "positive"),
-        (lambda t: t.replace("Frame Time: 0.0333333", "Frame Tme: 0.03"), "Frame Tme", "Frame Time"),
+        (lambda t: t.replace("Frame Time:", "Frame Tme:"), "Frame Tme", "Frame Time"),
     ],
 )  # fmt: skip
 def test_malformed_files_name_the_line(mutate, line_of, what):
