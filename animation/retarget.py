@@ -71,8 +71,11 @@ def _group_basis(
         ]
     )
     horizontal = vectors - np.outer(vectors @ up, up)
-    _, _, vt = np.linalg.svd(horizontal, full_matrices=False)
+    _, spread, vt = np.linalg.svd(horizontal, full_matrices=False)
     axis = vt[0] - up * (vt[0] @ up)
+    scale = np.linalg.norm(vectors, axis=1).mean()
+    if spread[0] < 1e-3 * scale * np.sqrt(len(vectors)) or np.linalg.norm(axis) < 0.5:
+        return np.stack([lateral, -up])  # the limb only ever points up or down: any plane will do
     axis /= np.linalg.norm(axis)
     # Orient it so the limb reaches out to its own side of the picture (the BVH's left
     # arm to the image's right), keeping the mirror of the front view.

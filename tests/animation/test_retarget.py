@@ -190,3 +190,13 @@ def test_best_fit_plane_keeps_the_elevation_of_arms_that_reach_forward(shipped):
     poses = retarget(CHARACTER, zombie, times)
     assert np.all(poses[:, J["left_hand"], 0] > poses[:, J["left_shoulder"], 0])
     assert np.all(poses[:, J["right_hand"], 0] < poses[:, J["right_shoulder"], 0])
+
+
+def test_best_fit_of_a_limb_that_only_hangs_is_the_front_view():
+    motion = load_motion(EXTERNAL)  # legs straight down in every frame
+    fitted = replace(motion, spec=replace(motion.spec, projection="best_fit"))
+    times = _all_frames(motion)
+    expected, poses = retarget(CHARACTER, motion, times), retarget(CHARACTER, fitted, times)
+    assert np.all(np.isfinite(poses))
+    legs = [J[j] for j in ("left_knee", "left_foot", "right_knee", "right_foot")]
+    np.testing.assert_allclose(poses[:, legs], expected[:, legs], atol=1e-6)
