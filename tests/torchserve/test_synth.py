@@ -6,11 +6,12 @@ import hashlib
 import subprocess
 import sys
 
+import cv2
 import numpy as np
 import pytest
 from PIL import Image
 
-from torchserve.synth import HELD_OUT_STYLES, STYLE_AXES, Sample, generate, generate_batch
+from torchserve.synth import HELD_OUT_STYLES, STYLE_AXES, Sample, camera, generate, generate_batch
 from torchserve.synth.__main__ import main as synth_cli
 
 SEEDS = range(40)
@@ -49,6 +50,20 @@ def test_different_seeds_differ():
     a, b = generate(1, size=256), generate(2, size=256)
     assert a.image.shape != b.image.shape or not np.array_equal(a.image, b.image)
     assert not np.allclose(a.keypoints, b.keypoints)
+
+
+def test_mask_warped_in_its_window_matches_a_full_warp():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        h, w = rng.integers(100, 400, 2)
+        mask = np.zeros((h, w), np.uint8)
+        x0, y0 = rng.integers(5, w // 2), rng.integers(5, h // 2)
+        x1, y1 = rng.integers(x0 + 5, w - 3), rng.integers(y0 + 5, h - 3)
+        mask[y0:y1, x0:x1] = rng.random((y1 - y0, x1 - x0)) < 0.3
+        H = camera.homography(rng, int(h), int(w), "angled")
+        corners = np.float32([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+        full = cv2.warpPerspective(mask, H, (int(w), int(h)), flags=cv2.INTER_NEAREST)
+        assert np.array_equal(camera.warp_mask(mask, H, corners), full)
 
 
 def test_types_and_shapes(samples):

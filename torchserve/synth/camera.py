@@ -151,3 +151,22 @@ def jpeg(rng: np.random.Generator, img: np.ndarray) -> np.ndarray:
         ".jpg", cv2.cvtColor(img, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality]
     )
     return cv2.cvtColor(cv2.imdecode(buf, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+
+
+def warp_mask(mask: np.ndarray, H: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    """`mask` (uint8) through homography H, as cv2.warpPerspective with nearest neighbour,
+    when all its set pixels lie inside the quadrilateral `corners` (4, 2): only that
+    window of the output is computed (the whole image would cost as much as the photo)."""
+    h, w = mask.shape
+    moved = cv2.perspectiveTransform(np.float32(corners)[None], H)[0]
+    x0, y0 = np.floor(moved.min(axis=0)).astype(int) - 2
+    x1, y1 = np.ceil(moved.max(axis=0)).astype(int) + 3
+    x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+    out = np.zeros((h, w), np.uint8)
+    if x1 <= x0 or y1 <= y0:
+        return out
+    shift = np.array([[1, 0, -x0], [0, 1, -y0], [0, 0, 1]], float)
+    out[y0:y1, x0:x1] = cv2.warpPerspective(
+        mask, shift @ H, (x1 - x0, y1 - y0), flags=cv2.INTER_NEAREST
+    )
+    return out

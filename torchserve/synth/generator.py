@@ -136,16 +136,7 @@ def generate(
             H = cand
             break
     photo = camera.jpeg(rng, camera.shoot(rng, sheet_u8, H, style["photo"]))
-    # Only the figure's box needs warping for the mask: warp into that window alone.
-    moved = cv2.perspectiveTransform(corners[None], H)[0]
-    rx0, ry0 = np.floor(moved.min(axis=0)).astype(int) - 2
-    rx1, ry1 = np.ceil(moved.max(axis=0)).astype(int) + 3
-    rx0, ry0, rx1, ry1 = max(rx0, 0), max(ry0, 0), min(rx1, w), min(ry1, h)
-    shift = np.array([[1, 0, -rx0], [0, 1, -ry0], [0, 0, 1]], float)
-    mask_u8 = np.zeros((h, w), np.uint8)
-    mask_u8[ry0:ry1, rx0:rx1] = cv2.warpPerspective(
-        mask.view(np.uint8), shift @ H, (rx1 - rx0, ry1 - ry0), flags=cv2.INTER_NEAREST
-    )
+    mask_u8 = camera.warp_mask(mask.view(np.uint8), H, corners)
     kp = cv2.perspectiveTransform(keypoints[None].astype(np.float64), H)[0]
 
     x, y, mw, mh = cv2.boundingRect(mask_u8)

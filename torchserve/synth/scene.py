@@ -330,7 +330,7 @@ def decorate(
                 else:
                     _house(rng, inks, box)
         elif kind == "figure":
-            size = rng.uniform(0.3, 0.65) * fig_h
+            size = rng.uniform(0.3, 0.8) * fig_h
             box = layout.find(rng, size * 0.75, size)
             if box:
                 extra_figure(box)
