@@ -6,9 +6,10 @@ instead of letting every request time out. Counts are per gunicorn worker proces
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from gevent.lock import BoundedSemaphore
 
 from gateway import metrics
 from gateway.errors import Overloaded
@@ -20,8 +21,7 @@ class Admission:
         self.queue = queue
         self.wait_s = wait_s
         self.retry_after_s = retry_after_s
-        self._free = threading.Semaphore(slots)  # gevent-patched: waits yield to the hub
-        self._lock = threading.Lock()
+        self._free = BoundedSemaphore(slots)  # waiting yields to the hub
         self.waiting = 0
         self.active = 0
 
@@ -32,17 +32,16 @@ class Admission:
     def admit(self) -> Iterator[None]:
         """Hold one render slot for the block; raise Overloaded when none comes in time."""
         if not self._free.acquire(blocking=False):
-            with self._lock:
-                if self.waiting >= self.queue:
-                    raise self._refuse("the service is busy; retry shortly")
-                self.waiting += 1
-                metrics.QUEUE_DEPTH.inc()
+            # Greenlets switch only at blocking calls: this check-and-count is atomic.
+            if self.waiting >= self.queue:
+                raise self._refuse("the service is busy; retry shortly")
+            self.waiting += 1
+            metrics.QUEUE_DEPTH.inc()
             try:
                 got = self._free.acquire(timeout=self.wait_s)
             finally:
-                with self._lock:
-                    self.waiting -= 1
-                    metrics.QUEUE_DEPTH.dec()
+                self.waiting -= 1
+                metrics.QUEUE_DEPTH.dec()
             if not got:
                 raise self._refuse("no render slot freed up in time; retry shortly")
         self.active += 1

@@ -5,8 +5,9 @@ locks, which gevent's monkey-patching turns into greenlets, and a blocking wait 
 freeze the whole worker. Here each worker is a fresh interpreter (`python -m
 gateway.cpu_worker`, never a fork of a process running a gevent hub), reached over its own
 socketpair. The parent sends a pickled `(function, args)` frame and reads the answer from
-the socket; with gevent's patched `socket` that read yields to other greenlets, so
-`/health` keeps answering while every core renders.
+the socket. Everything on the parent's side is gevent's own (sockets, subprocess, queue),
+patched process or not, so that read yields to other greenlets and `/health` keeps
+answering while every core renders.
 
 A worker runs one task at a time. Abandoning a task (its greenlet killed because the client
 left or a sibling task failed) kills that worker process and starts a fresh one, so no CPU
@@ -18,18 +19,18 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import queue
-import select
 import socket
 import struct
-import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gevent
+from gevent import select as gselect
+from gevent import socket as gsocket
+from gevent import subprocess as gsubprocess
+from gevent.queue import Queue
 
 from gateway.errors import ClientGone
 
@@ -77,11 +78,11 @@ def _worker_env() -> dict[str, str]:
 
 class _Worker:
     def __init__(self) -> None:
-        parent, child = socket.socketpair()
+        parent, child = gsocket.socketpair()
         try:
-            self.proc = subprocess.Popen(
+            self.proc = gsubprocess.Popen(
                 [sys.executable, "-m", "gateway.cpu_worker", str(child.fileno())],
-                pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=_worker_env(),
+                pass_fds=[child.fileno()], stdin=gsubprocess.DEVNULL, env=_worker_env(),
             )  # fmt: skip
         finally:
             child.close()
@@ -107,7 +108,7 @@ class _Worker:
         try:
             self.proc.kill()
             self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
+        except (OSError, gsubprocess.TimeoutExpired):
             log.warning("render worker %s did not exit", self.proc.pid)
 
     def stop(self, timeout: float) -> None:
@@ -115,7 +116,7 @@ class _Worker:
         self.sock.close()
         try:
             self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        except gsubprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
 
@@ -125,9 +126,8 @@ class CpuPool:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._idle: Queue = Queue()
         self._all: set[_Worker] = set()
-        self._lock = threading.Lock()
         self._busy = 0
         self._closed = False
         self._started = False
@@ -135,10 +135,9 @@ class CpuPool:
     # ---- life cycle --------------------------------------------------------------------
     def start(self) -> None:
         """Start the workers (idempotent); they join the pool as they finish warming up."""
-        with self._lock:
-            if self._started or self._closed:
-                return
-            self._started = True
+        if self._started or self._closed:
+            return
+        self._started = True
         for _ in range(self.size):
             self._spawn()
 
@@ -147,9 +146,7 @@ class CpuPool:
             return
         worker = _Worker()
         self._all.add(worker)
-        # A thread, not a greenlet: under gevent's patching it is one, and without it (a test,
-        # a script) a real thread still admits the worker while the caller blocks on the queue.
-        threading.Thread(target=self._admit, args=(worker,), daemon=True).start()
+        gevent.spawn(self._admit, worker)
 
     def _admit(self, worker: _Worker) -> None:
         try:
@@ -163,6 +160,13 @@ class CpuPool:
                 self._spawn()
             return
         self._idle.put(worker)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Block until every worker has warmed up (scripts and tests; servers use /ready)."""
+        self.start()
+        with gevent.Timeout(timeout, TimeoutError(f"render workers not ready in {timeout} s")):
+            while self.ready < self.size:
+                gevent.sleep(0.05)
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop every worker; nothing is left running after this returns."""
@@ -205,7 +209,7 @@ class CpuPool:
 
     def _replace(self, worker: _Worker) -> None:
         self._all.discard(worker)
-        threading.Thread(target=worker.kill, daemon=True).start()
+        gevent.spawn(worker.kill)
         self._spawn()
 
     def map(self, fn: Callable, arg_lists: list[tuple], client: socket.socket | None) -> list:
@@ -229,7 +233,7 @@ def client_gone(client: socket.socket | None) -> bool:
     if client is None:
         return False
     try:
-        readable, _, _ = select.select([client], [], [], 0)
+        readable, _, _ = gselect.select([client], [], [], 0)
         if not readable:
             return False
         return client.recv(1, socket.MSG_PEEK) == b""

@@ -1,0 +1,19 @@
+"""Tasks for the render-pool tests: module-level, so the pool can pickle them by reference."""
+
+import os
+import time
+
+from gateway.errors import NoCharacterDetected
+
+
+def pid_after(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def refuse() -> None:
+    raise NoCharacterDetected("nothing here")
+
+
+def crash() -> None:
+    os._exit(3)

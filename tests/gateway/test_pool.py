@@ -1,0 +1,119 @@
+import os
+import time
+
+import gevent
+import pytest
+
+from gateway.admission import Admission
+from gateway.cpu_pool import CpuPool, WorkerCrashed
+from gateway.errors import ClientGone, NoCharacterDetected, Overloaded
+from tests.gateway import pool_tasks
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = CpuPool(2)
+    pool.wait_ready()
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_tasks_run_in_other_processes_side_by_side(pool):
+    start = time.perf_counter()
+    pids = pool.map(pool_tasks.pid_after, [(0.5,), (0.5,)], client=None)
+    assert os.getpid() not in pids and len(set(pids)) == 2
+    assert time.perf_counter() - start < 0.95  # in parallel, not one after the other
+
+
+def test_a_task_error_reaches_the_caller_and_the_worker_survives(pool):
+    before = pool.map(pool_tasks.pid_after, [(0,), (0,)], None)
+    with pytest.raises(NoCharacterDetected, match="nothing here"):
+        pool.run(pool_tasks.refuse)
+    assert set(pool.map(pool_tasks.pid_after, [(0.2,), (0.2,)], None)) == set(before)
+
+
+def test_a_crashed_worker_is_replaced(pool):
+    with pytest.raises(WorkerCrashed):
+        pool.run(pool_tasks.crash)
+    pool.wait_ready()  # the replacement warms up
+    pids = pool.map(pool_tasks.pid_after, [(0.3,), (0.3,)], None)
+    assert len(set(pids)) == 2 and all(_alive(p) for p in pids)
+
+
+class _Closed:
+    """A client socket whose peer has gone: readable, and recv gives EOF."""
+
+    def fileno(self):
+        read_end, write_end = os.pipe()
+        os.close(write_end)
+        self._fd = read_end
+        return read_end
+
+    def recv(self, n, flags=0):
+        return b""
+
+
+def test_abandoned_work_is_killed_when_the_client_leaves(pool):
+    pids = pool.map(pool_tasks.pid_after, [(0,), (0,)], None)
+    start = time.perf_counter()
+    with pytest.raises(ClientGone):
+        pool.map(pool_tasks.pid_after, [(30,)], client=_Closed())
+    assert time.perf_counter() - start < 2
+    gevent.sleep(0.5)
+    assert not all(_alive(p) for p in pids)  # the busy worker was killed, not left rendering
+    pool.wait_ready()
+    assert len(set(pool.map(pool_tasks.pid_after, [(0.2,), (0.2,)], None))) == 2
+
+
+def test_close_leaves_no_worker_running():
+    pool = CpuPool(2)
+    pids = pool.map(pool_tasks.pid_after, [(0.1,), (0.1,)], None)
+    pool.close()
+    assert not any(_alive(p) for p in pids)
+
+
+def test_admission_queues_then_refuses_with_retry_after():
+    admission = Admission(slots=1, queue=1, wait_s=5, retry_after_s=3)
+    order = []
+
+    def hold(name, seconds):
+        with admission.admit():
+            order.append(name)
+            gevent.sleep(seconds)
+
+    first = gevent.spawn(hold, "first", 0.3)
+    gevent.sleep(0)
+    second = gevent.spawn(hold, "second", 0)
+    gevent.sleep(0)
+    assert admission.active == 1 and admission.waiting == 1
+    with pytest.raises(Overloaded) as refused:
+        with admission.admit():
+            pass
+    assert refused.value.headers["Retry-After"] == "3" and refused.value.status == 503
+    gevent.joinall([first, second], raise_error=True)
+    assert order == ["first", "second"] and admission.active == admission.waiting == 0
+
+
+def test_admission_gives_up_after_waiting_too_long():
+    admission = Admission(slots=1, queue=5, wait_s=0.1, retry_after_s=1)
+
+    def hold():
+        with admission.admit():
+            gevent.sleep(1)
+
+    holder = gevent.spawn(hold)
+    gevent.sleep(0)
+    with pytest.raises(Overloaded):
+        with admission.admit():
+            pass
+    holder.kill()

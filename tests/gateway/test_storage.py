@@ -1,0 +1,99 @@
+import uuid
+
+import pytest
+import requests
+
+from gateway.errors import StorageUnavailable
+from gateway.storage import FileStorage, S3Storage, animation_key, open_storage
+
+SHA = "ab" * 32
+OPTIONS = {"size": 256, "fps": 15, "keypoints": None, "bbox": None}
+
+
+def test_keys_depend_on_image_options_and_motion_only():
+    key = animation_key(SHA, OPTIONS, "dab")
+    assert key == animation_key(SHA, dict(reversed(OPTIONS.items())), "dab")
+    assert key.endswith("/dab.gif") and key[:2] == key.split("/")[1][:2]
+    others = {
+        animation_key("cd" * 32, OPTIONS, "dab"),
+        animation_key(SHA, {**OPTIONS, "size": 128}, "dab"),
+        animation_key(SHA, {**OPTIONS, "fps": 10}, "dab"),
+        animation_key(SHA, {**OPTIONS, "bbox": (1, 2, 3, 4)}, "dab"),
+        animation_key(SHA, {**OPTIONS, "keypoints": ((1.0, 2.0),) * 17}, "dab"),
+    }
+    assert key not in others and len(others) == 5
+    # The motions of one request share a folder, so one listing shows them together.
+    assert animation_key(SHA, OPTIONS, "zombie").rsplit("/", 1)[0] == key.rsplit("/", 1)[0]
+
+
+def test_file_storage_writes_atomically_and_builds_urls(tmp_path):
+    storage = FileStorage(tmp_path / "gifs")
+    key = animation_key(SHA, OPTIONS, "dab")
+    assert storage.missing() is None and not storage.exists(key)
+    storage.put(key, b"GIF89a...")
+    assert storage.exists(key) and (tmp_path / "gifs" / key).read_bytes() == b"GIF89a..."
+    assert not [p for p in (tmp_path / "gifs").rglob(".tmp-*")]
+    assert storage.url(key, "http://h:5000/") == f"http://h:5000/files/{key}"
+    assert (
+        FileStorage(tmp_path, "https://cdn.x").url(key, "http://h/") == f"https://cdn.x/files/{key}"
+    )
+
+
+def test_file_storage_refuses_keys_outside_its_folder(tmp_path):
+    storage = FileStorage(tmp_path / "gifs")
+    with pytest.raises(ValueError):
+        storage.put("../escape.gif", b"x")
+    assert not (tmp_path / "escape.gif").exists()
+
+
+def test_file_storage_failure_is_storage_unavailable(tmp_path):
+    (tmp_path / "gifs").write_text("a file where the folder should be")
+    storage = FileStorage(tmp_path / "gifs")
+    assert storage.missing() is not None
+    with pytest.raises(StorageUnavailable):
+        storage.put(animation_key(SHA, OPTIONS, "dab"), b"x")
+
+
+def test_open_storage_picks_the_backend(tmp_path):
+    assert isinstance(open_storage(f"file://{tmp_path}"), FileStorage)
+    assert isinstance(
+        open_storage("s3://bucket/prefix", endpoint_url="http://127.0.0.1:1"), S3Storage
+    )
+    with pytest.raises(ValueError):
+        open_storage("s3:///no-bucket")
+
+
+@pytest.mark.integration
+def test_s3_storage_round_trip_with_presigned_urls(s3_server, monkeypatch):
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    bucket = f"gifs-{uuid.uuid4().hex[:8]}"
+    s3_server.create_bucket(bucket)
+    storage = open_storage(f"s3://{bucket}/anim", endpoint_url=s3_server.endpoint_url,
+                           presign_expiry_s=60)  # fmt: skip
+    key = animation_key(SHA, OPTIONS, "dab")
+    assert storage.missing() is None and not storage.exists(key)
+    storage.put(key, b"GIF89a-bytes")
+    assert storage.exists(key)
+    url = storage.url(key, "http://ignored/")
+    assert "X-Amz-Signature=" in url and f"/{bucket}/anim/{key}" in url
+    reply = requests.get(url, timeout=5)
+    assert reply.status_code == 200 and reply.content == b"GIF89a-bytes"
+    assert reply.headers["Content-Type"] == "image/gif"
+    public = open_storage(f"s3://{bucket}/anim", endpoint_url=s3_server.endpoint_url,
+                          public_base_url="https://cdn.example")  # fmt: skip
+    assert public.url(key, "http://ignored/") == f"https://cdn.example/anim/{key}"
+
+
+@pytest.mark.integration
+def test_s3_storage_missing_bucket_or_server(s3_server, monkeypatch):
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    storage = open_storage("s3://no-such-bucket", endpoint_url=s3_server.endpoint_url)
+    assert "no-such-bucket" in storage.missing()
+    with pytest.raises(StorageUnavailable):
+        storage.put("aa/k/dab.gif", b"x")
+    down = open_storage("s3://b", endpoint_url="http://127.0.0.1:9", timeout_s=1)
+    assert down.missing() is not None
+    with pytest.raises(StorageUnavailable):
+        down.exists("aa/k/dab.gif")
