@@ -64,6 +64,42 @@ def _placement(figure: Figure, box: tuple[float, float, float, float]):
     return lambda p: (np.asarray(p) - lo) * k + offset
 
 
+def _place(rng: np.random.Generator, figure: Figure, h: int, w: int, margin: float):
+    """Where the main figure goes: 20-90 % of the page's height (if it fits), anywhere."""
+    lo, hi = figure.bounds()
+    fw, fh = hi - lo
+    height = rng.uniform(0.2, 0.9) * h
+    k = min(height / fh, (w - 2 * margin) / fw, (h - 2 * margin) / fh)
+    bw, bh = fw * k, fh * k
+    x0 = rng.uniform(margin, max(margin, w - margin - bw))
+    y0 = rng.uniform(margin, max(margin, h - margin - bh))
+    return (x0, y0, x0 + bw, y0 + bh)
+
+
+def _frame(rng: np.random.Generator, corners: np.ndarray, h: int, w: int, photo: str):
+    """A camera homography that keeps `corners` (the whole figure) in the frame; after a
+    few misses, a square-on shot."""
+    for _ in range(6):
+        H = camera.homography(rng, h, w, photo)
+        moved = cv2.perspectiveTransform(corners[None], H)[0]
+        if moved.min() >= 1 and moved[:, 0].max() <= w - 2 and moved[:, 1].max() <= h - 2:
+            return H
+    return np.eye(3)
+
+
+def _extent(mask: np.ndarray, points: np.ndarray) -> tuple[float, float, float, float]:
+    """The tight box (x1, y1, x2, y2) around a mask's pixels and some points."""
+    x, y, mw, mh = cv2.boundingRect(mask)
+    if mw == 0:  # every stroke skipped: the joints alone
+        x, y = points.min(axis=0)
+    return (
+        min(x, points[:, 0].min()),
+        min(y, points[:, 1].min()),
+        max(x + mw, points[:, 0].max()),
+        max(y + mh, points[:, 1].max()),
+    )
+
+
 def generate(
     seed: int,
     *,
@@ -85,23 +121,18 @@ def generate(
     scale = max(h, w) / 512  # stroke widths and tremor are tuned at 512 px
     medium = style["medium"]
 
+    # The page: paper, then the things around the figure, then the figure itself.
     figure = _tilt(rng, build_figure(rng, style), 8.0)
-    lo, hi = figure.bounds()
-    fw, fh = hi - lo
-    margin = 10 * scale + 4
-    height = rng.uniform(0.2, 0.9) * h
-    k = min(height / fh, (w - 2 * margin) / fw, (h - 2 * margin) / fh)
-    bw, bh = fw * k, fh * k
-    x0 = rng.uniform(margin, max(margin, w - margin - bw))
-    y0 = rng.uniform(margin, max(margin, h - margin - bh))
-    fig_box = (x0, y0, x0 + bw, y0 + bh)
+    margin = 10 * scale + 4  # room for stroke width and tremor past the figure's outline
+    fig_box = _place(rng, figure, h, w, margin)
+    x0, y0, x1, y1 = fig_box
     # Strokes are thinner when the whole drawing is small; a crayon is a crayon, though.
-    stroke_scale = float(np.clip(bh / (0.6 * h), 0.5, 1.0))
+    stroke_scale = float(np.clip((y1 - y0) / (0.6 * h), 0.5, 1.0))
 
     sheet, fibre = paper(rng, style["paper"], h, w, scale)
     layout = Layout(h, w)
-    pad = 0.04 * bh + margin
-    layout.take((x0 - pad, y0 - pad, x0 + bw + pad, y0 + bh + pad))
+    pad = 0.04 * (y1 - y0) + margin
+    layout.take((x0 - pad, y0 - pad, x1 + pad, y1 + pad))
 
     def extra_figure(box) -> None:
         other = pick_styles(rng, exclude, {"medium": medium})
@@ -110,53 +141,31 @@ def generate(
             ink.composite(sheet)
 
     count = {"plain": 0, "some": int(rng.integers(1, 4)), "busy": int(rng.integers(4, 9))}
-    reach = (x0 - margin, y0 - margin, x0 + bw + margin, y0 + bh + margin)
+    reach = (x0 - margin, y0 - margin, x1 + margin, y1 + margin)
     decorate(rng, sheet, layout, medium, scale, count[style["scene"]], reach, extra_figure)
 
-    mask = np.zeros((h, w), bool)
+    mask = np.zeros((h, w), np.uint8)
     to_px = _placement(figure, fig_box)
     for ink in draw_figure(rng, figure, (h, w), medium, scale, to_px, stroke_scale):
         ink.composite(sheet, mask)
     keypoints = to_px(figure.keypoints)
 
+    # The photo: light, camera angle, lens and JPEG; the labels follow the same homography.
     camera.light(rng, sheet, style["photo"], fibre)
-    sheet_u8 = cv2.convertScaleAbs(sheet, alpha=255.0)
-
-    # The camera must keep the whole figure in frame; retry the angle, else shoot square-on.
-    # The figure's extent as drawn (strokes stick out of fig_box by their width and wobble).
-    mx, my, mw, mh = cv2.boundingRect(mask.view(np.uint8))
-    ex0, ey0 = min(mx, keypoints[:, 0].min()), min(my, keypoints[:, 1].min())
-    ex1, ey1 = max(mx + mw, keypoints[:, 0].max()), max(my + mh, keypoints[:, 1].max())
+    ex0, ey0, ex1, ey1 = _extent(mask, keypoints)
     corners = np.float32([(ex0, ey0), (ex1, ey0), (ex1, ey1), (ex0, ey1)])
-    H = np.eye(3)
-    for _ in range(6):
-        cand = camera.homography(rng, h, w, style["photo"])
-        moved = cv2.perspectiveTransform(corners[None], cand)[0]
-        if moved.min() >= 1 and moved[:, 0].max() <= w - 2 and moved[:, 1].max() <= h - 2:
-            H = cand
-            break
-    photo = camera.jpeg(rng, camera.shoot(rng, sheet_u8, H, style["photo"]))
-    mask_u8 = camera.warp_mask(mask.view(np.uint8), H, corners)
+    H = _frame(rng, corners, h, w, style["photo"])
+    photo = camera.shoot(rng, cv2.convertScaleAbs(sheet, alpha=255.0), H, style["photo"])
+    photo = camera.jpeg(rng, photo)
+    mask = camera.warp_mask(mask, H, corners)
     kp = cv2.perspectiveTransform(keypoints[None].astype(np.float64), H)[0]
 
-    x, y, mw, mh = cv2.boundingRect(mask_u8)
-    if mw == 0:  # every stroke skipped: fall back on the joints
-        x, y, mw, mh = int(kp[:, 0].min()), int(kp[:, 1].min()), 1, 1
-    bbox = np.array(
-        [
-            min(x, kp[:, 0].min()),
-            min(y, kp[:, 1].min()),
-            max(x + mw, kp[:, 0].max()),
-            max(y + mh, kp[:, 1].max()),
-        ]
-    )
-    bbox = np.clip(bbox, 0, [w, h, w, h]).astype(np.float32)
-    keypoints17 = np.concatenate([kp, np.ones((17, 1))], axis=1).astype(np.float32)
+    bbox = np.clip(np.array(_extent(mask, kp)), 0, [w, h, w, h]).astype(np.float32)
     return Sample(
         image=np.ascontiguousarray(photo),
         bbox=bbox,
-        keypoints=keypoints17,
-        mask=mask_u8.astype(bool),
+        keypoints=np.concatenate([kp, np.ones((17, 1))], axis=1).astype(np.float32),
+        mask=mask.astype(bool),
         style=style,
     )
 
