@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import cv2
 import numpy as np
 from PIL import Image
 from scipy import sparse
@@ -23,6 +24,7 @@ MARGIN = 3  # output px kept clear around the figure's extent over the whole cli
 # Output px between neighbouring samples at rest. A hexagonal lattice leaves no pixel empty
 # while its spacing stays under 0.866 px; this leaves room for ARAP to stretch by 25%.
 SAMPLE_SPACING = 0.69
+MAX_LEVEL = 6  # samples at most 8x denser than at rest (slivers can stretch without bound)
 
 
 def quantise_texture(texture: np.ndarray, region: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -56,24 +58,32 @@ class Samples:
         return self._columns[frames]
 
 
-def texture_samples(mesh: Mesh, index: np.ndarray, spacing: float) -> Samples:
-    """Samples on a hexagonal lattice `spacing` texture px apart over the drawn region.
+def texture_samples(
+    mesh: Mesh, index: np.ndarray, spacing: float, levels: np.ndarray | None = None
+) -> Samples:
+    """Samples on hexagonal lattices over the drawn region: `spacing` texture px apart,
+    and `spacing / sqrt(2)**levels[t]` in triangle t where the motion stretches it.
 
     A hexagonal lattice covers the plane with 23% fewer points than a square one for the
     same largest gap, and every output pixel needs a sample in it.
     """
     ys, xs = np.nonzero(mesh.region)
-    row = spacing * np.sqrt(3) / 2
-    gy = np.arange(ys.min() - 0.5 + row / 2, ys.max() + 0.5, row)
-    gx = np.arange(xs.min() - 0.5 + spacing / 4, xs.max() + 0.5, spacing)
-    # Odd rows shift by half a spacing: (rows, cols) grids of x and y.
-    grid_x = gx[None, :] + (np.arange(len(gy)) % 2 * spacing / 2)[:, None]
-    grid_y = np.broadcast_to(gy[:, None], grid_x.shape)
-    px = np.clip(np.round(grid_x).astype(np.int64), 0, mesh.region.shape[1] - 1)
-    py = np.clip(np.round(grid_y).astype(np.int64), 0, mesh.region.shape[0] - 1)
-    inside = mesh.region[py, px]
-    points = np.column_stack([grid_x[inside], grid_y[inside]])
-    px, py = px[inside], py[inside]
+    pixel_level = (
+        np.zeros(len(ys), np.int64) if levels is None else levels[mesh.triangle_map[ys, xs]]
+    )
+    level_map = np.full(mesh.region.shape, -1, np.int64)
+    level_map[ys, xs] = pixel_level
+    parts = []
+    for level in np.unique(pixel_level):
+        # Each lattice reaches one pixel into its neighbours' ground, so no gap opens along
+        # the seam between two densities.
+        own = level_map == level
+        if pixel_level.max() > pixel_level.min():
+            own = cv2.dilate(own.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+            own &= mesh.region
+        sel = own[ys, xs]
+        parts.append(_lattice(own, ys[sel], xs[sel], spacing / np.sqrt(2.0) ** level))
+    px, py, points = (np.concatenate(a) for a in zip(*parts, strict=True))
     triangle = mesh.triangle_map[py, px]
     order = np.argsort(mesh.part[triangle], kind="stable")
     points, triangle, px, py = points[order], triangle[order], px[order], py[order]
@@ -89,6 +99,45 @@ def texture_samples(mesh: Mesh, index: np.ndarray, spacing: float) -> Samples:
         shape=(n, len(mesh.vertices)),
     )
     return Samples(weights=weights, colour=colour, spacing=spacing)
+
+
+def _lattice(
+    region: np.ndarray, ys: np.ndarray, xs: np.ndarray, spacing: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hexagonal lattice points over `region` (whose pixels are ys, xs): their pixels' x and
+    y, and the points (P, 2)."""
+    row = spacing * np.sqrt(3) / 2
+    gy = np.arange(ys.min() - 0.5 + row / 2, ys.max() + 0.5, row)
+    gx = np.arange(xs.min() - 0.5 + spacing / 4, xs.max() + 0.5, spacing)
+    # Odd rows shift by half a spacing: (rows, cols) grids of x and y.
+    grid_x = gx[None, :] + (np.arange(len(gy)) % 2 * spacing / 2)[:, None]
+    grid_y = np.broadcast_to(gy[:, None], grid_x.shape)
+    px = np.clip(np.round(grid_x).astype(np.int64), 0, region.shape[1] - 1)
+    py = np.clip(np.round(grid_y).astype(np.int64), 0, region.shape[0] - 1)
+    inside = region[py, px]
+    return px[inside], py[inside], np.column_stack([grid_x[inside], grid_y[inside]])
+
+
+def stretch_levels(mesh: Mesh, vertices: np.ndarray) -> np.ndarray:
+    """(T,) how many times to halve each triangle's sample area so that no hole opens,
+    for (F, N, 2) posed vertices in texture px.
+
+    A triangle's largest singular value over the clip says how far apart its samples can
+    drift; samples `SAMPLE_SPACING` output px apart at rest stay under the 0.866 px a
+    hexagonal lattice may reach while that stretch is at most 1.25.
+    """
+    rest = mesh.vertices[mesh.triangles]
+    posed = vertices[:, mesh.triangles]  # (F, T, 3, 2)
+    rest_edges = np.stack([rest[:, 1] - rest[:, 0], rest[:, 2] - rest[:, 0]], axis=-1)
+    det = np.linalg.det(rest_edges)
+    inverse = np.linalg.inv(np.where(np.abs(det)[:, None, None] < 1e-9, np.eye(2), rest_edges))
+    edges = np.stack([posed[..., 1, :] - posed[..., 0, :], posed[..., 2, :] - posed[..., 0, :]], -1)
+    grad = edges @ inverse  # (F, T, 2, 2) deformation gradients
+    frob = (grad**2).sum(axis=(-2, -1))
+    dets = np.linalg.det(grad)
+    largest = np.sqrt((frob + np.sqrt(np.maximum(frob**2 - 4 * dets**2, 0))) / 2).max(axis=0)
+    needed = SAMPLE_SPACING * largest / 0.866
+    return np.clip(np.ceil(2 * np.log2(np.maximum(needed, 1.0))), 0, MAX_LEVEL).astype(np.int64)
 
 
 def outline_weights(mesh: Mesh) -> sparse.csr_matrix:

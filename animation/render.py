@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
@@ -19,11 +19,11 @@ from animation.motions import Motion, load_motion
 from animation.rasterise import (
     SAMPLE_SPACING,
     TRANSPARENT,
-    Samples,
     fit_camera,
     outline_weights,
     quantise_texture,
     rasterise,
+    stretch_levels,
     texture_samples,
 )
 from animation.retarget import retarget
@@ -61,15 +61,6 @@ class Rig:
     palette: np.ndarray  # (256, 3) uint8; index TRANSPARENT is the background
     index: np.ndarray  # (H, W) uint8 texture as palette indices
     outline: sparse.csr_matrix  # (P, N) points whose extent is the figure's extent
-    _samples: dict[float, Samples] = field(default_factory=dict, compare=False, repr=False)
-
-    def samples(self, spacing: float) -> Samples:
-        """Texture samples at most `spacing` texture px apart, cached per 2^(1/8) step so
-        motions at similar scales share them."""
-        step = 2.0 ** (np.floor(8 * np.log2(spacing)) / 8)
-        if step not in self._samples:
-            self._samples[step] = texture_samples(self.mesh, self.index, step)
-        return self._samples[step]
 
 
 def build_rig(character: Character, timings: dict[str, float] | None = None) -> Rig:
@@ -112,7 +103,8 @@ def render_joints(
         np.array([xs.min(), ys.min()]), np.array([xs.max(), ys.max()]), options.size
     )
     placed = vertices * camera.scale + camera.offset
-    samples = rig.samples(SAMPLE_SPACING / camera.scale)
+    levels = stretch_levels(rig.mesh, vertices)
+    samples = texture_samples(rig.mesh, rig.index, SAMPLE_SPACING / camera.scale, levels)
     out = np.full((frames, camera.height, camera.width), TRANSPARENT, np.uint8)
 
     def draw(start: int) -> None:

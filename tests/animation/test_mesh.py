@@ -1,0 +1,74 @@
+import cv2
+import numpy as np
+import pytest
+
+from animation.mesh import build_mesh, clean_mask
+from tests.animation.rigs import VARIANTS, character, rig
+
+
+def _covered(mesh) -> np.ndarray:
+    covered = np.zeros(mesh.region.shape, np.uint8)
+    for tri in np.round(mesh.vertices[mesh.triangles]).astype(np.int32):
+        cv2.fillConvexPoly(covered, tri, 1)
+    return covered.astype(bool)
+
+
+@pytest.mark.parametrize("variant", [*VARIANTS, "ad"])
+def test_mesh_covers_the_mask_with_a_few_hundred_triangles(variant):
+    ch, mesh = character(variant), rig(variant).mesh
+    assert 100 <= len(mesh.triangles) <= 800
+    covered = _covered(mesh)
+    # Nearly every drawn pixel lies in a triangle; the rest ride on a neighbouring one.
+    assert (covered & ch.mask).sum() / ch.mask.sum() > 0.95
+    # And the triangles stay on the figure rather than bridging gaps between limbs.
+    grown = cv2.dilate(ch.mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    assert (covered & ~grown).sum() / covered.sum() < 0.03
+    # Consistent orientation: positive signed area in x-right, y-down pixels.
+    a, b, c = (mesh.vertices[mesh.triangles[:, k]] for k in range(3))
+    area = (b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0]
+    assert (area > 0).all()
+
+
+@pytest.mark.parametrize("variant", [*VARIANTS, "ad"])
+def test_handles_sit_on_the_joints(variant):
+    r = rig(variant)
+    joints = character(variant).skeleton.rest
+    bound = r.arap.handles @ r.mesh.vertices
+    np.testing.assert_allclose(bound, joints, atol=1e-6)
+    # Each joint is bound to a triangle under it or close by (joints may be off the mask).
+    centres = r.mesh.vertices[r.mesh.triangles].mean(axis=1)
+    tri_of_joint = r.arap.handles.indices.reshape(-1, 3)
+    nearest = np.linalg.norm(centres[:, None] - joints[None], axis=-1).min(axis=0)
+    spacing = np.sqrt(character(variant).mask.sum() / len(r.mesh.triangles))
+    assert nearest.max() < 3 * spacing
+    assert tri_of_joint.max() < len(r.mesh.vertices)
+
+
+def test_a_head_drawn_apart_from_the_body_is_kept_and_joined():
+    ch, mesh = character("detached_head"), rig("detached_head").mesh
+    head_rows = slice(0, int(ch.skeleton["neck"][1]))
+    assert mesh.region[head_rows].sum() > 0.9 * ch.mask[head_rows].sum()
+    assert (_covered(mesh) & ch.mask)[head_rows].sum() > 0.9 * ch.mask[head_rows].sum()
+
+
+def test_specks_are_dropped_and_pinholes_filled():
+    mask = np.zeros((120, 100), bool)
+    mask[10:110, 30:70] = True
+    mask[60, 50] = False  # a pinhole
+    mask[5:7, 90:92] = True  # a speck of dirt
+    draw, meshed = clean_mask(mask, spacing=8.0)
+    assert draw[60, 50] and not draw[5, 90]
+    assert meshed[draw].all()
+
+
+def test_blobs_are_bridged_so_the_mesh_is_one_piece():
+    mask = np.zeros((160, 100), bool)
+    cv2.circle(mask.view(np.uint8), (50, 25), 18, 1, -1)  # head
+    mask[55:150, 30:70] = True  # body, 12 px below the head
+    joints = np.tile([50.0, 100.0], (16, 1))
+    joints[3] = (50, 30)
+    mesh = build_mesh(mask, joints)
+    assert mesh.region[25, 50] and mesh.region[100, 50]
+    covered = _covered(mesh)
+    assert covered[25, 50] and covered[100, 50]
+    assert not mesh.region[48, 50]  # the bridge is meshed but not drawn
