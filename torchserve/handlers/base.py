@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchserve.handlers.images import ImageError, decode_image, request_body
+from torchserve.handlers.images import RequestError, decode_image, request_body
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class Batch:
     indices: list[int] = field(default_factory=list)  # request index of each model input
     inputs: list[torch.Tensor] = field(default_factory=list)
     metas: list[Any] = field(default_factory=list)  # what `describe` needs to map back to pixels
-    errors: dict[int, ImageError] = field(default_factory=dict)
+    errors: dict[int, RequestError] = field(default_factory=dict)
 
 
 def pick_device(gpu_id: int | None) -> torch.device:
@@ -73,10 +73,16 @@ class ImageModelHandler:
         for idx, request in enumerate(data):
             try:
                 image = decode_image(request_body(request))
-            except ImageError as error:
+                model_input, meta = self.prepare(image)
+            except RequestError as error:
                 batch.errors[idx] = error
                 continue
-            model_input, meta = self.prepare(image)
+            except Exception:  # a bug for this one image must not fail the whole batch
+                logger.exception("could not prepare request %d of the batch", idx)
+                batch.errors[idx] = RequestError(
+                    500, "InternalServerError", "could not prepare image"
+                )
+                continue
             batch.indices.append(idx)
             batch.inputs.append(model_input)
             batch.metas.append(meta)

@@ -16,12 +16,14 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 ACCEPTED_FORMATS = ("PNG", "JPEG", "WEBP")
 # Same default as the gateway's MAX_PIXELS; checked from the header, before any pixel is decoded.
 MAX_PIXELS = 40_000_000
+# Longer side / shorter side: beyond this a letterboxed input would be under 3 pixels thick.
+MAX_ASPECT = 50
 BODY_FIELDS = ("data", "body")
 
 
 @dataclass
-class ImageError(Exception):
-    """A request that is not a usable image: answered alone with `status`, never a 503."""
+class RequestError(Exception):
+    """One request's failure, answered alone with `status`: the rest of its batch goes on."""
 
     status: int
     kind: str
@@ -44,10 +46,10 @@ def request_body(request: dict) -> bytes:
         if isinstance(value, (bytes, bytearray)):
             return bytes(value)
         # TorchServe already parsed a JSON or text body: that is not an image.
-        raise ImageError(
+        raise RequestError(
             415, "UnsupportedMediaType", "expected PNG, JPEG or WebP bytes, got a text or JSON body"
         )
-    raise ImageError(
+    raise RequestError(
         400, "BadRequest", "no image: send it as the raw body or multipart field 'data'"
     )
 
@@ -55,32 +57,40 @@ def request_body(request: dict) -> bytes:
 def decode_image(body: bytes, max_pixels: int = MAX_PIXELS) -> np.ndarray:
     """Decode PNG/JPEG/WebP bytes to an upright (EXIF-applied) RGB uint8 array of shape (H, W, 3)."""
     if not body:
-        raise ImageError(400, "InvalidImage", "empty body: expected PNG, JPEG or WebP bytes")
+        raise RequestError(400, "InvalidImage", "empty body: expected PNG, JPEG or WebP bytes")
     try:
         with warnings.catch_warnings():
             # Our own pixel limit below replaces Pillow's decompression-bomb warning.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(body))
     except Image.DecompressionBombError:  # Pillow's own hard limit, far above ours
-        raise ImageError(413, "ImageTooLarge", f"image has more than {max_pixels} pixels") from None
+        raise RequestError(
+            413, "ImageTooLarge", f"image has more than {max_pixels} pixels"
+        ) from None
     except UnidentifiedImageError:
-        raise ImageError(400, "InvalidImage", "not a PNG, JPEG or WebP image") from None
+        raise RequestError(400, "InvalidImage", "not a PNG, JPEG or WebP image") from None
     if image.format not in ACCEPTED_FORMATS:
-        raise ImageError(
+        raise RequestError(
             415,
             "UnsupportedMediaType",
             f"{image.format} images are not accepted: send PNG, JPEG or WebP",
         )
     width, height = image.size
     if width * height > max_pixels:
-        raise ImageError(
+        raise RequestError(
             413, "ImageTooLarge", f"image is {width}x{height}, more than {max_pixels} pixels"
+        )
+    if max(width, height) > MAX_ASPECT * min(width, height):
+        raise RequestError(
+            400,
+            "InvalidImage",
+            f"image is {width}x{height}: sides further apart than {MAX_ASPECT}:1",
         )
     try:
         image.load()
         image = ImageOps.exif_transpose(image)
     except (OSError, SyntaxError, ValueError):
-        raise ImageError(400, "InvalidImage", "truncated or corrupt image data") from None
+        raise RequestError(400, "InvalidImage", "truncated or corrupt image data") from None
     return to_rgb(image)
 
 
