@@ -112,6 +112,13 @@ def shoot(rng: np.random.Generator, sheet: np.ndarray, H: np.ndarray, photo: str
     """The photo of `sheet` (uint8 RGB) seen through homography H, over a table."""
     h, w = sheet.shape[:2]
     background = table(rng, h, w)
+    if rng.random() < 0.6:  # the sheet's shadow on the table, to one side
+        quad = cv2.perspectiveTransform(np.float32([[(0, 0), (w, 0), (w, h), (0, h)]]), H)[0]
+        quad += rng.uniform(-1, 1, 2).astype(np.float32) * rng.uniform(2, 6) * max(h, w) / 512
+        dark = (background[0, 0] * rng.uniform(0.5, 0.8)).astype(np.uint8)
+        cv2.fillPoly(
+            background, [np.round(quad * 4).astype(np.int32)], dark.tolist(), cv2.LINE_AA, 2
+        )
     out = cv2.warpPerspective(
         sheet, H, (w, h), dst=background, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_TRANSPARENT
     )

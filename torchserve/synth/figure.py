@@ -508,12 +508,14 @@ def draw_figure(
     inks["hat_fill"] = (
         hat if rng.random() < 0.6 else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
     )
+    retrace = rng.random() < 0.15  # some children go over every line twice
     for s in sorted(figure.shapes, key=lambda s: not s.filled):
         ink = inks[s.role]
         pts = to_px(s.points)
         if s.filled:
             ink.fill(pts)
-        else:
+            continue
+        for _ in range(2 if retrace else 1):
             ink.stroke(pts, s.closed, ink.width * s.width)
     fills = ("skin", "fill", "leg_fill", "hat_fill")
     order = [inks[r] for r in fills + ("hat", "hair", "face", "arm", "leg")]
