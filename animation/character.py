@@ -36,6 +36,20 @@ class Character:
         return self.texture.shape[1], self.texture.shape[0]
 
 
+MAX_PIXELS = 16_000_000  # a character crop is a few megapixels at most; refuse bombs
+
+
+def _read_image(path: Path, mode: str) -> Image.Image:
+    """Open, size-check and decode one image; any failure is a ValueError naming the file."""
+    try:
+        with Image.open(path) as im:
+            if im.width * im.height > MAX_PIXELS:
+                raise ValueError(f"{im.width}x{im.height} is over {MAX_PIXELS} pixels")
+            return im.convert(mode)
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+
+
 def load_character(folder: str | Path) -> Character:
     """Read an annotation folder; a missing or malformed file raises ValueError naming it."""
     folder = Path(folder)
@@ -45,11 +59,8 @@ def load_character(folder: str | Path) -> Character:
         skeleton = Skeleton.from_char_cfg(cfg["skeleton"])
     except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{cfg_path}: {exc}") from exc
-    try:
-        texture = np.asarray(Image.open(folder / "texture.png").convert("RGBA"))
-        mask = np.asarray(Image.open(folder / "mask.png").convert("L")) > 127
-    except OSError as exc:
-        raise ValueError(f"{folder}: {exc}") from exc
+    texture = np.asarray(_read_image(folder / "texture.png", "RGBA"))
+    mask = np.asarray(_read_image(folder / "mask.png", "L")) > 127
     if mask.shape != texture.shape[:2]:
         # Some tools save the mask at another scale; resample it onto the texture.
         mask = np.asarray(Image.fromarray(mask.astype(np.uint8) * 255).resize(
