@@ -156,3 +156,12 @@ def test_contact_sheet_cli(tmp_path):
         pixels = np.asarray(img.convert("RGB"))
     # The labels are drawn on: the bbox green appears.
     assert ((pixels[..., 1] > 200) & (pixels[..., 0] < 40) & (pixels[..., 2] < 40)).any()
+
+
+def test_cli_forces_styles_and_rejects_unknown_ones(tmp_path, capsys):
+    out = tmp_path / "dresses.png"
+    assert synth_cli(["sheet", "--out", str(out), "--count", "2", "--only", "body=dress"]) == 0
+    assert out.stat().st_size > 0
+    with pytest.raises(SystemExit):
+        synth_cli(["sheet", "--out", str(out), "--only", "body=robot"])
+    assert "AXIS=VALUE" in capsys.readouterr().err

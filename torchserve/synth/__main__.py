@@ -9,19 +9,26 @@ import time
 
 from PIL import Image
 
-from . import HELD_OUT_STYLES, generate, generate_batch
+from . import HELD_OUT_STYLES, STYLE_AXES, generate, generate_batch
 from .sheet import contact_sheet
 
 # The per-sample budget training relies on (one core, ~512 px).
 BUDGET_MS = 15.0
 
 
+def _axis_value(text: str) -> tuple[str, str]:
+    axis, sep, value = text.partition("=")
+    if not sep or axis not in STYLE_AXES or value not in STYLE_AXES[axis]:
+        choices = "; ".join(f"{a}: {', '.join(v)}" for a, v in STYLE_AXES.items())
+        raise argparse.ArgumentTypeError(f"{text!r} is not AXIS=VALUE of these: {choices}")
+    return axis, value
+
+
 def _styles(args) -> dict:
-    if args.held_out:
-        return {"only": HELD_OUT_STYLES}
-    if args.exclude_held_out:
-        return {"exclude": HELD_OUT_STYLES}
-    return {}
+    only = dict(HELD_OUT_STYLES) if args.held_out else {}
+    only.update(args.only)
+    exclude = dict(HELD_OUT_STYLES) if args.exclude_held_out else {}
+    return {"only": only, "exclude": exclude}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +45,14 @@ def main(argv: list[str] | None = None) -> int:
         group = p.add_mutually_exclusive_group()
         group.add_argument("--exclude-held-out", action="store_true", help="training styles only")
         group.add_argument("--held-out", action="store_true", help="held-out styles only")
+        p.add_argument(
+            "--only",
+            type=_axis_value,
+            action="append",
+            default=[],
+            metavar="AXIS=VALUE",
+            help="force a style, e.g. --only arms=crossed (repeatable)",
+        )
         if name == "sheet":
             p.add_argument("--out", required=True, help="PNG path")
             p.add_argument("--cell", type=int, default=256, help="tile size, px")
@@ -62,9 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     # CPU time of this process: the machine is shared, so wall time says more about the
     # neighbours than about the generator.
     times, walls = [], []
+    styles = _styles(args)
     for s in seeds:
         t, w = time.process_time(), time.perf_counter()
-        generate(s, size=args.size, **_styles(args))
+        generate(s, size=args.size, **styles)
         times.append((time.process_time() - t) * 1000)
         walls.append((time.perf_counter() - w) * 1000)
     med = statistics.median(times)
