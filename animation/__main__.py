@@ -71,6 +71,9 @@ def _render(args: argparse.Namespace) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(gif)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a GIF is for sharing
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
