@@ -78,7 +78,7 @@ def light(rng: np.random.Generator, img: np.ndarray, photo: str, fibre: float) -
         a, c = rng.uniform(0, np.pi), rng.uniform(-0.3, 0.3)
         side = (np.cos(a) * xx + np.sin(a) * yy) > c
         field *= np.where(side, np.float32(rng.uniform(0.92, 0.98)), np.float32(1.0))
-    field *= rng.uniform(0.82, 1.02)  # exposure
+    field *= rng.uniform(0.82, 1.02) if rng.random() < 0.9 else rng.uniform(1.05, 1.2)  # exposure
     factor = cv2.resize(field, (w, h), interpolation=cv2.INTER_LINEAR)
     grain = texture_crop(rng, fibre_and_noise(), h, w)
     iso = rng.uniform(0.004, 0.02) if rng.random() < 0.9 else rng.uniform(0.02, 0.045)

@@ -34,7 +34,13 @@ def paper(
     options = PAPER_BASE[base_kind]
     colour = np.array(options[int(rng.integers(len(options)))], np.float32)
     colour = np.clip(colour + rng.normal(0, 4, 3), 0, 255) / 255.0
-    colour *= 1.0 + rng.normal(0, 0.03, 3)  # the light's colour cast, folded into the paper
+    # The light's colour cast, folded into the paper (everything drawn multiplies it).
+    colour *= 1.0 + rng.normal(0, 0.03, 3)
+    if rng.random() < 0.25:  # lamp light (warm) or shade (cool)
+        warm = rng.random() < 0.7
+        colour *= (
+            (1.0, rng.uniform(0.93, 0.98), rng.uniform(0.78, 0.9)) if warm else (0.92, 0.96, 1.0)
+        )
     img = np.empty((h, w, 3), np.float32)
     img[:] = colour
     ruling = np.array(
