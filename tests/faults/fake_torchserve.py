@@ -1,0 +1,65 @@
+"""A loopback HTTP server in TorchServe's place that answers slowly, or with an error.
+
+Real sockets and real HTTP, so the gateway's client meets a slow or failing server exactly
+as it would meet TorchServe in that state. The management API says every model is READY.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeTorchServe(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        self.delay_s = 0.0
+        self.status = 200
+        self.predictions = 0
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeTorchServe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: FakeTorchServe
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def _reply(self, status: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the gateway gave up first
+            pass
+
+    def do_GET(self) -> None:
+        name = self.path.rsplit("/", 1)[-1]
+        self._reply(200, [{"modelName": name, "workers": [{"id": "9000", "status": "READY"}]}])
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.predictions += 1
+        time.sleep(self.server.delay_s)
+        if self.server.status != 200:
+            self._reply(self.server.status, {"code": self.server.status, "message": "failed"})
+        elif "detector" in self.path:
+            self._reply(200, [{"bbox": [10, 10, 200, 300], "score": 0.9}])
+        else:
+            self._reply(200, [{"keypoints": [[100, 100, 0.9]] * 17}])
