@@ -11,7 +11,7 @@ import numpy as np
 from . import camera
 from .figure import Figure, build_figure, draw_figure
 from .scene import Layout, decorate, paper
-from .styles import STYLE_AXES, pick_styles
+from .styles import STYLE_AXES, allowed_values, pick_styles
 
 MIN_SIDE, MAX_SIDE = 32, 4096
 ASPECTS = (1.0, 4 / 3, 3 / 2, 16 / 9, 5 / 4)
@@ -142,7 +142,9 @@ def generate(
 
     count = {"plain": 0, "some": int(rng.integers(1, 4)), "busy": int(rng.integers(4, 9))}
     reach = (x0 - margin, y0 - margin, x1 + margin, y1 + margin)
-    decorate(rng, sheet, layout, medium, scale, count[style["scene"]], reach, extra_figure)
+    others = allowed_values("medium", exclude)  # the rest of the page may use another tool
+    scene_medium = others[int(rng.integers(len(others)))] if rng.random() < 0.3 else medium
+    decorate(rng, sheet, layout, scene_medium, scale, count[style["scene"]], reach, extra_figure)
 
     mask = np.zeros((h, w), np.uint8)
     to_px = _placement(figure, fig_box)

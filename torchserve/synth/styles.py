@@ -47,6 +47,12 @@ def _check(styles, what: str) -> dict[str, frozenset[str]]:
     return checked
 
 
+def allowed_values(axis: str, exclude=None) -> list[str]:
+    """The values of `axis` that `exclude` leaves in, in STYLE_AXES order."""
+    out = _check(exclude, "exclude").get(axis, frozenset())
+    return [v for v in STYLE_AXES[axis] if v not in out]
+
+
 def pick_styles(
     rng: np.random.Generator,
     exclude: dict[str, str] | None = None,
