@@ -17,6 +17,7 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
+            "pid": record.process,
             "message": record.getMessage(),
         }
         entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD})

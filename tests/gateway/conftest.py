@@ -1,0 +1,28 @@
+"""Gateways for the integration tests: real gunicorn + gevent, real TorchServe, real S3 (moto)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.gateway_server import GatewayServer
+
+
+@pytest.fixture(scope="module")
+def model_env(torchserve_server) -> dict[str, str]:
+    return {
+        "TORCHSERVE_URL": torchserve_server.inference_url,
+        "TORCHSERVE_MANAGEMENT_URL": torchserve_server.management_url,
+    }
+
+
+@pytest.fixture(scope="module")
+def gateway(model_env, tmp_path_factory) -> GatewayServer:
+    """The default set-up of `make run`: local-folder storage, two render workers."""
+    storage = tmp_path_factory.mktemp("animations")
+    server = GatewayServer({**model_env, "STORAGE_URL": f"file://{storage}", "RENDER_WORKERS": "2"})
+    try:
+        server.start()
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,123 @@
+"""The gateway end to end: real gunicorn (gevent worker), real TorchServe, real storage."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+
+import pytest
+import requests
+from PIL import Image
+
+from tests.gateway.images import drawing, encode
+
+pytestmark = pytest.mark.integration
+DEFAULT_MOTIONS = ["dab", "jumping", "wave_hello", "zombie"]
+
+
+def stages(reply: requests.Response) -> list[str]:
+    return [entry.split(";")[0].strip() for entry in reply.headers["Server-Timing"].split(",")]
+
+
+def fetch_gif(url: str) -> Image.Image:
+    reply = requests.get(url, timeout=10)
+    assert reply.status_code == 200, url
+    assert reply.headers["Content-Type"] == "image/gif"
+    gif = Image.open(io.BytesIO(reply.content))
+    assert gif.format == "GIF" and gif.is_animated and gif.n_frames > 5
+    return gif
+
+
+def labels(seed: int) -> dict:
+    """bbox and keypoints the synth generator drew: options that skip both models."""
+    sample = drawing(seed)
+    return {"bbox": sample.bbox.tolist(), "keypoints": sample.keypoints[:, :2].tolist()}
+
+
+def assert_error(reply: requests.Response, status: int, code: str) -> dict:
+    assert reply.status_code == status, reply.text
+    assert reply.headers["Content-Type"] == "application/json"
+    error = reply.json()["error"]
+    assert error["code"] == code and error["message"]
+    assert error["request_id"] == reply.headers["X-Request-ID"]
+    assert "Traceback" not in reply.text
+    return error
+
+
+def test_health_ready_and_motions(gateway):
+    assert requests.get(f"{gateway.url}/health", timeout=5).json() == {"status": "ok"}
+    assert requests.get(f"{gateway.url}/ready", timeout=5).json() == {"ready": True, "missing": []}
+    table = requests.get(f"{gateway.url}/motions", timeout=5).json()
+    assert table["defaults"] == DEFAULT_MOTIONS
+    by_name = {m["name"]: m for m in table["motions"]}
+    assert set(DEFAULT_MOTIONS) <= set(by_name)
+    for motion in by_name.values():
+        assert motion["duration_s"] > 0.5
+        assert motion["frames"] == min(150, round(motion["duration_s"] * 15))
+
+
+def test_raw_photo_through_both_models_then_from_storage(gateway):
+    photo = encode(drawing(21).image, "JPEG", quality=90)
+    first = requests.post(f"{gateway.url}/animate", data=photo,
+                          headers={"Content-Type": "image/jpeg"}, timeout=60)  # fmt: skip
+    assert first.status_code == 200, first.text
+    urls = first.json()
+    assert list(urls) == DEFAULT_MOTIONS
+    assert re.fullmatch(r"[0-9a-f]{32}", first.headers["X-Request-ID"])
+    assert stages(first) == ["decode", "lookup", "detect", "pose", "rig", "render", "upload"]
+    for url in urls.values():
+        assert url.startswith(f"{gateway.url}/files/")
+        gif = fetch_gif(url)
+        assert max(gif.size) == 256
+
+    again = requests.post(f"{gateway.url}/", data=photo, timeout=60,
+                          headers={"Content-Type": "image/jpeg", "X-Request-ID": "retry-42"})  # fmt: skip
+    assert again.status_code == 200 and again.json() == urls
+    assert again.headers["X-Request-ID"] == "retry-42"
+    assert not {"detect", "pose", "rig", "render", "upload"} & set(stages(again))
+
+
+def test_multipart_with_size_fps_and_motions(gateway):
+    png = encode(drawing(22).image)
+    reply = requests.post(
+        f"{gateway.url}/animate",
+        files={"image": ("drawing.png", png, "image/png")},
+        data={
+            "motions": "zombie",
+            "size": "128",
+            "fps": "10",
+            **{k: json.dumps(v) for k, v in labels(22).items()},
+        },
+        timeout=60,
+    )
+    assert reply.status_code == 200, reply.text
+    assert list(reply.json()) == ["zombie"]
+    assert "detect" not in stages(reply) and "pose" not in stages(reply)
+    gif = fetch_gif(reply.json()["zombie"])
+    assert max(gif.size) == 128
+    duration = requests.get(f"{gateway.url}/motions", timeout=5).json()
+    zombie = next(m for m in duration["motions"] if m["name"] == "zombie")
+    assert gif.n_frames == round(zombie["duration_s"] * 10)
+
+
+def test_json_base64_as_the_android_app_sends(gateway):
+    body = {"file": base64.b64encode(encode(drawing(23).image)).decode(),
+            "motions": ["dab", "wave_hello"], **labels(23)}  # fmt: skip
+    reply = requests.post(f"{gateway.url}/animate", json=body, timeout=60)
+    assert reply.status_code == 200, reply.text
+    assert list(reply.json()) == ["dab", "wave_hello"]
+    for url in reply.json().values():
+        fetch_gif(url)
+
+
+def test_file_route_refuses_paths_outside_storage(gateway):
+    for path in (
+        "/files/../../etc/passwd",
+        "/files/%2e%2e/%2e%2e/etc/passwd.gif",
+        "/files/nope.gif",
+    ):
+        reply = requests.get(gateway.url + path, timeout=5)
+        assert reply.status_code == 404, path
+        assert "root:" not in reply.text
