@@ -42,7 +42,7 @@ LEG_POSES: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {
 class Shape:
     """One thing drawn: a stroke along `points`, or a filled region inside them."""
 
-    role: str  # which ink: line, arm, leg, fill, leg_fill, skin, hair, hat, hat_fill, face
+    role: str  # which ink: line, arm, leg, fill, leg_fill, skin, pattern, hair, hat, hat_fill, face
     points: np.ndarray  # (N, 2) figure units
     closed: bool = False
     filled: bool = False
@@ -290,10 +290,27 @@ def _torso(rng, body, kp, neck_top, limb_w, tubes, shapes) -> None:
         shapes.append(Shape("fill", outline, True, True))
     if body == "outline" or rng.random() < 0.7:
         shapes.append(Shape("line", outline, True))
-    if rng.random() < 0.3:  # buttons
+    pattern = rng.random()
+    if pattern < 0.3:  # buttons
         for t in np.linspace(0.25, 0.75, int(rng.integers(2, 4))):
             c = sh + (hip - sh) * t
             shapes.append(Shape("face", ellipse(c, limb_w * 0.5, limb_w * 0.5, 8), True, True))
+    elif pattern < 0.5:  # a striped jumper
+        _stripes(rng, outline, shapes)
+
+
+def _stripes(rng, outline: np.ndarray, shapes) -> None:
+    """Horizontal stripes across a closed outline, from edge to edge."""
+    closed = np.concatenate([outline, outline[:1]])
+    top, bottom = outline[:, 1].min(), outline[:, 1].max()
+    for y in np.linspace(top, bottom, int(rng.integers(3, 7)))[1:-1]:
+        a, b = closed[:-1], closed[1:]
+        crosses = (a[:, 1] - y) * (b[:, 1] - y) < 0
+        if crosses.sum() < 2:
+            continue
+        t = (y - a[crosses, 1]) / (b[crosses, 1] - a[crosses, 1])
+        xs = a[crosses, 0] + (b[crosses, 0] - a[crosses, 0]) * t
+        shapes.append(Shape("pattern", np.array([(xs.min(), y), (xs.max(), y)]), width=0.9))
 
 
 def _dress(rng, kp, limb_w, shapes) -> float:
@@ -501,6 +518,7 @@ def draw_figure(
             if rng.random() < 0.75
             else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
         )
+    inks["pattern"] = Ink(rng, shape, medium, pick_colour(rng, medium), scale)
     inks["skin"] = Ink(rng, shape, medium, pick_colour(rng, medium, skin=True), scale)
     inks["hair"] = Ink(rng, shape, medium, pick_colour(rng, medium, dark=rng.random() < 0.4), scale)
     hat = Ink(rng, shape, medium, pick_colour(rng, medium), scale)
@@ -518,7 +536,7 @@ def draw_figure(
         for _ in range(2 if retrace else 1):
             ink.stroke(pts, s.closed, ink.width * s.width)
     fills = ("skin", "fill", "leg_fill", "hat_fill")
-    order = [inks[r] for r in fills + ("hat", "hair", "face", "arm", "leg")]
+    order = [inks[r] for r in fills + ("pattern", "hat", "hair", "face", "arm", "leg")]
     order.append(line)
     unique: list[Ink] = []
     for ink in order:
