@@ -139,54 +139,7 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
     shapes: list[Shape] = []
     tubes = body != "stick" and rng.random() < (0.45 if body == "dress" else 0.6)
 
-    # Head: children draw it big; "huge" is a head as tall as the rest of the body.
-    ry = _u(rng, 0.085, 0.13) if styles["head"] == "normal" else _u(rng, 0.15, 0.26)
-    rx = ry * _u(rng, 0.78, 1.15)
-    head_tilt = np.radians(_u(rng, -12, 12))
-    head = ellipse((0, 0), rx, ry, 30, _u(rng, 0, 6.3), head_tilt)
-    if rng.random() < (0.35 if body == "filled" else 0.12):
-        shapes.append(Shape("skin", head, True, True))
-    shapes.append(Shape("line", head, True))
-    rot = np.array(
-        [[np.cos(head_tilt), np.sin(head_tilt)], [-np.sin(head_tilt), np.cos(head_tilt)]]
-    )
-
-    # Face keypoints where an annotator clicks them; the drawn face is near, not on, them.
-    ex, ey = _u(rng, 0.25, 0.45) * rx, _u(rng, -0.3, 0.05) * ry
-    face = np.array(
-        [
-            (_u(rng, -0.08, 0.08) * rx, _u(rng, 0.08, 0.35) * ry),  # nose: centre-lower
-            (ex, ey),
-            (-ex * _u(rng, 0.85, 1.15), ey + _u(rng, -0.04, 0.04) * ry),
-            (_u(rng, 0.88, 1.0) * rx, _u(rng, -0.15, 0.15) * ry),
-            (-_u(rng, 0.88, 1.0) * rx, _u(rng, -0.15, 0.15) * ry),
-        ]
-    )
-    kp[:5] = face @ rot
-    eye_r = _u(rng, 0.06, 0.2) * rx
-    for i in (L_EYE, R_EYE):
-        c = kp[i] + rng.normal(0, 0.03 * rx, 2)
-        if rng.random() < 0.6:
-            shapes.append(
-                Shape("face", ellipse(c, eye_r, eye_r * _u(rng, 0.8, 1.3), 10), True, True)
-            )
-        else:
-            shapes.append(Shape("face", ellipse(c, eye_r, eye_r, 10), True, False, 0.7))
-    if rng.random() < 0.4:  # a nose
-        n = kp[NOSE]
-        shapes.append(Shape("face", np.array([n + (0, -0.12 * ry), n + (0.04 * rx, 0)]), width=0.7))
-    mouth_y = kp[NOSE, 1] + _u(rng, 0.15, 0.35) * ry
-    if mouth_y < ry * 0.85:
-        t = np.linspace(0.15 * np.pi, 0.85 * np.pi, 8)
-        mw = _u(rng, 0.25, 0.55) * rx
-        mouth = np.stack([np.cos(t) * mw, np.sin(t) * mw * _u(rng, 0.2, 0.7) + mouth_y], 1)
-        shapes.append(Shape("face", mouth @ rot, width=0.8))
-    if rng.random() < 0.25:  # ears drawn as bumps
-        for i, side in ((L_EAR, 1), (R_EAR, -1)):
-            c = kp[i] + (side * 0.08 * rx, 0)
-            shapes.append(Shape("line", ellipse(c, 0.12 * rx, 0.2 * ry, 10), True))
-
-    _hair_and_hat(rng, styles, rx, ry, head_tilt, shapes)
+    rx, ry, rot = _head(rng, styles, kp, shapes)
 
     # Neck, shoulders, torso.
     neck = {"none": 0.0, "short": _u(rng, 0.02, 0.05), "long": _u(rng, 0.05, 0.1)}[styles["neck"]]
@@ -254,6 +207,60 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
         _draw_limb(rng, path, limb_w * 1.15, tubes, body, shapes, "leg", "leg_fill")
         _foot(rng, kp[a_i], side, limb_w, shapes)
     return Figure(kp, shapes)
+
+
+def _head(rng, styles, kp, shapes) -> tuple[float, float, np.ndarray]:
+    """The head, face, hair and hat around the origin; sets the five face keypoints.
+    Returns the head's radii and its tilt (a rotation matrix)."""
+    # Head: children draw it big; "huge" is a head as tall as the rest of the body.
+    ry = _u(rng, 0.085, 0.13) if styles["head"] == "normal" else _u(rng, 0.15, 0.26)
+    rx = ry * _u(rng, 0.78, 1.15)
+    head_tilt = np.radians(_u(rng, -12, 12))
+    head = ellipse((0, 0), rx, ry, 30, _u(rng, 0, 6.3), head_tilt)
+    if rng.random() < (0.35 if styles["body"] == "filled" else 0.12):
+        shapes.append(Shape("skin", head, True, True))
+    shapes.append(Shape("line", head, True))
+    rot = np.array(
+        [[np.cos(head_tilt), np.sin(head_tilt)], [-np.sin(head_tilt), np.cos(head_tilt)]]
+    )
+
+    # Face keypoints where an annotator clicks them; the drawn face is near, not on, them.
+    ex, ey = _u(rng, 0.25, 0.45) * rx, _u(rng, -0.3, 0.05) * ry
+    face = np.array(
+        [
+            (_u(rng, -0.08, 0.08) * rx, _u(rng, 0.08, 0.35) * ry),  # nose: centre-lower
+            (ex, ey),
+            (-ex * _u(rng, 0.85, 1.15), ey + _u(rng, -0.04, 0.04) * ry),
+            (_u(rng, 0.88, 1.0) * rx, _u(rng, -0.15, 0.15) * ry),
+            (-_u(rng, 0.88, 1.0) * rx, _u(rng, -0.15, 0.15) * ry),
+        ]
+    )
+    kp[:5] = face @ rot
+    eye_r = _u(rng, 0.06, 0.2) * rx
+    for i in (L_EYE, R_EYE):
+        c = kp[i] + rng.normal(0, 0.03 * rx, 2)
+        if rng.random() < 0.6:
+            shapes.append(
+                Shape("face", ellipse(c, eye_r, eye_r * _u(rng, 0.8, 1.3), 10), True, True)
+            )
+        else:
+            shapes.append(Shape("face", ellipse(c, eye_r, eye_r, 10), True, False, 0.7))
+    if rng.random() < 0.4:  # a nose
+        n = kp[NOSE]
+        shapes.append(Shape("face", np.array([n + (0, -0.12 * ry), n + (0.04 * rx, 0)]), width=0.7))
+    mouth_y = kp[NOSE, 1] + _u(rng, 0.15, 0.35) * ry
+    if mouth_y < ry * 0.85:
+        t = np.linspace(0.15 * np.pi, 0.85 * np.pi, 8)
+        mw = _u(rng, 0.25, 0.55) * rx
+        mouth = np.stack([np.cos(t) * mw, np.sin(t) * mw * _u(rng, 0.2, 0.7) + mouth_y], 1)
+        shapes.append(Shape("face", mouth @ rot, width=0.8))
+    if rng.random() < 0.25:  # ears drawn as bumps
+        for i, side in ((L_EAR, 1), (R_EAR, -1)):
+            c = kp[i] + (side * 0.08 * rx, 0)
+            shapes.append(Shape("line", ellipse(c, 0.12 * rx, 0.2 * ry, 10), True))
+
+    _hair_and_hat(rng, styles, rx, ry, head_tilt, shapes)
+    return rx, ry, rot
 
 
 def _torso(rng, body, kp, neck_top, limb_w, tubes, shapes) -> None:
