@@ -7,7 +7,7 @@ import pytest
 from tests.support.gateway_server import GatewayServer
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def model_env(torchserve_server) -> dict[str, str]:
     return {
         "TORCHSERVE_URL": torchserve_server.inference_url,
@@ -15,7 +15,7 @@ def model_env(torchserve_server) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def gateway(model_env, tmp_path_factory) -> GatewayServer:
     """The default set-up of `make run`: local-folder storage, two render workers."""
     storage = tmp_path_factory.mktemp("animations")
