@@ -45,13 +45,14 @@ def post_drawing(
     url: str,
     d: Drawing,
     image: bytes | None = None,
+    media_type: str = "image/png",
     timeout: float = 60,
     **options: object,
 ):
     """POST /animate with `image` (default: the drawing's PNG) and the model-free options."""
     return session_or_requests.post(
         f"{url}/animate",
-        files={"image": ("drawing.png", d.png if image is None else image, "image/png")},
+        files={"image": ("drawing", d.png if image is None else image, media_type)},
         data=model_free_form(d, **options),
         timeout=timeout,
     )

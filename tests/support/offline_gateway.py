@@ -3,7 +3,7 @@
 `offline_gateway` (session scope) serves the fault, bad-input and security tests that
 exercise the gateway itself: they send the `bbox` and `keypoints` options (see
 tests/support/drawings.py), so renders are real while no model is called, and TorchServe's
-URLs point at a loopback port nobody listens on. `.storage_dir` is where the GIFs land.
+URLs point at a loopback port nobody listens on.
 """
 
 from __future__ import annotations
@@ -33,12 +33,15 @@ def offline_env(storage_dir: Path, **overrides: str | None) -> dict[str, str | N
 
 @pytest.fixture(scope="session")
 def offline_gateway() -> Iterator[GatewayServer]:
-    storage_dir = Path(tempfile.mkdtemp(prefix="offline-gateway-"))
-    server = GatewayServer(offline_env(storage_dir))
-    server.storage_dir = storage_dir
+    """`.storage_dir` holds the GIFs; `.temp_dir` is its TMPDIR, to see what it leaves there."""
+    root = Path(tempfile.mkdtemp(prefix="offline-gateway-"))
+    storage_dir, temp_dir = root / "gifs", root / "tmp"
+    temp_dir.mkdir()
+    server = GatewayServer(offline_env(storage_dir, TMPDIR=str(temp_dir)))
+    server.storage_dir, server.temp_dir = storage_dir, temp_dir
     try:
         yield server.start()
     finally:
         server.stop()
         server.log_path.unlink(missing_ok=True)
-        shutil.rmtree(storage_dir, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
