@@ -54,7 +54,8 @@ def mesh_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class ArapSolver:
     """Poses a mesh from handle positions; built once, solves any number of frames."""
 
-    n_vertices: int
+    vertices: np.ndarray  # (N, 2) rest positions
+    triangles: np.ndarray  # (T, 3)
     handles: sparse.csr_matrix  # (H, N): handle positions as combinations of vertices
     edge_vectors: np.ndarray  # (E, 2) rest edge vectors v_j - v_i
     similarity_fit: sparse.csr_matrix  # (2E, 2N): (c, s) of each edge's best similarity
@@ -63,6 +64,10 @@ class ArapSolver:
     step2_rhs_handles: sparse.csr_matrix  # (N, H): w^2 C^T
     step1: object  # splu factor of A^T A + w^2 C^T C (2N x 2N)
     step2: object  # splu factor of D^T D + w^2 C^T C (N x N)
+
+    def __reduce__(self):
+        # SuperLU factors cannot be pickled: a copy in another process refactorises (ms).
+        return build_arap, (self.vertices, self.triangles, self.handles)
 
     def solve(self, handle_positions: np.ndarray) -> np.ndarray:
         """(F, H, 2) handle positions -> (F, N, 2) vertex positions; all frames at once."""
@@ -132,7 +137,8 @@ def build_arap(vertices: np.ndarray, triangles: np.ndarray, handles: sparse.spma
     )
     step2 = splu(sparse.csc_matrix(d.T @ d + w2 * (handles.T @ handles)))
     return ArapSolver(
-        n_vertices=n,
+        vertices=vertices,
+        triangles=np.asarray(triangles),
         handles=handles,
         edge_vectors=e,
         similarity_fit=similarity_fit,

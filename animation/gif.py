@@ -6,16 +6,19 @@ LZW packs into almost nothing. A pixel cannot be turned transparent by drawing o
 so a frame whose successor uncovers background grows its rectangle over those pixels and
 is disposed "restore to background" (2); otherwise it stays in place (1). The last frame
 is always cleared, so the loop restarts on an empty canvas just like the first play.
-Pillow's C encoder compresses each frame (it releases the GIL, so threads encode frames
-side by side); this module writes the blocks around them.
+
+Frames arrive in chunks and are planned in order (each frame's rectangle depends on the
+one before), holding only a chunk and its neighbours in memory; Pillow's C encoder
+compresses each frame, on an executor's threads if given one (it releases the GIL).
 """
 
 from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor, Future
 
 import numpy as np
 from PIL import Image, ImageFile
@@ -23,6 +26,7 @@ from PIL import Image, ImageFile
 Box = tuple[int, int, int, int]  # top, bottom, left, right (exclusive); empty when top >= bottom
 _EMPTY: Box = (1 << 30, -1, 1 << 30, -1)
 KEEP, CLEAR = 1, 2  # GIF disposal methods
+_IN_FLIGHT = 24  # frames queued for encoding at most
 
 
 def _union(a: Box, b: Box) -> Box:
@@ -50,32 +54,43 @@ def _boxes(changed: np.ndarray) -> list[Box]:
     return boxes
 
 
-def plan_frames(
-    frames: np.ndarray, transparent: int, chunk: int = 32
-) -> tuple[list[Box], list[int]]:
+class _Planner:
+    """Decides each frame's rectangle and disposal, one chunk of frames at a time."""
+
+    def __init__(self, transparent: int) -> None:
+        self.transparent = transparent
+        self.box: Box | None = None  # the previous frame's rectangle
+        self.disposal = KEEP  # and its disposal
+
+    def plan(
+        self, block: np.ndarray, before: np.ndarray, after: np.ndarray
+    ) -> list[tuple[Box, int]]:
+        """`block` (n, H, W); `before`/`after` its frames shifted by one (empty canvas
+        before the first frame and after the last)."""
+        t = self.transparent
+        figure = _boxes(block != t)
+        changed = _boxes(block != before)
+        uncovered = _boxes((block != t) & (after == t))  # what the next frame uncovers
+        plans = []
+        for fig, chg, unc in zip(figure, changed, uncovered, strict=True):
+            box = chg
+            if self.box is not None and self.disposal == CLEAR:
+                box = _union(box, _intersection(self.box, fig))  # redraw what was cleared
+            box = _union(box, unc)
+            if _is_empty(box):
+                box = (0, 1, 0, 1)  # nothing changes: a single kept pixel
+            self.box, self.disposal = box, CLEAR if not _is_empty(unc) else KEEP
+            plans.append((box, self.disposal))
+        return plans
+
+
+def plan_frames(frames: np.ndarray, transparent: int) -> tuple[list[Box], list[int]]:
     """Each frame's rectangle and disposal method (see the module docstring)."""
-    count = len(frames)
-    figure, changed, uncovered = [], [_EMPTY], []
-    for start in range(0, count, chunk):  # in chunks: boolean stacks of a long clip are big
-        block = frames[start : start + chunk]
-        fig = block != transparent
-        figure += _boxes(fig)
-        before = frames[max(start - 1, 0) : start + len(block) - 1] if start else block[:-1]
-        now = block if start else block[1:]
-        changed += _boxes(before != now)
-        uncovered += _boxes((before != transparent) & ~(now != transparent))
-    uncovered.append(figure[-1])  # after the last frame the loop restarts on an empty canvas
-    boxes, disposal = [], []
-    for i in range(count):
-        box = figure[0] if i == 0 else changed[i]
-        if i and disposal[-1] == CLEAR:
-            box = _union(box, _intersection(boxes[-1], figure[i]))
-        box = _union(box, uncovered[i])  # uncovered[i] is what frame i + 1 uncovers
-        if _is_empty(box):
-            box = (0, 1, 0, 1)  # nothing changes: a single kept pixel
-        boxes.append(box)
-        disposal.append(CLEAR if not _is_empty(uncovered[i]) else KEEP)
-    return boxes, disposal
+    empty = np.full((1, *frames.shape[1:]), transparent, frames.dtype)
+    before = np.concatenate([empty, frames[:-1]])
+    after = np.concatenate([frames[1:], empty])
+    plans = _Planner(transparent).plan(frames, before, after)
+    return [p[0] for p in plans], [p[1] for p in plans]
 
 
 def _lzw(block: np.ndarray) -> bytes:
@@ -87,44 +102,98 @@ def _lzw(block: np.ndarray) -> bytes:
     return b"\x08" + out.getvalue() + b"\x00"
 
 
+def _frame_block(
+    frame: np.ndarray,
+    canvas: np.ndarray,
+    box: Box,
+    cleared: Box | None,
+    disposal: int,
+    delay_cs: int,
+    transparent: int,
+) -> tuple[bytes, float]:
+    """One frame's graphic control extension, image descriptor and data, and the CPU
+    seconds it took. `canvas` is the frame before; `cleared` what its disposal cleared."""
+    start = time.thread_time()
+    top, bottom, left, right = box
+    block = frame[top:bottom, left:right].copy()
+    shown = canvas[top:bottom, left:right].copy()
+    if cleared is not None:
+        ct, cb, cl, cr = _intersection(cleared, box)
+        shown[max(ct - top, 0) : max(cb - top, 0), max(cl - left, 0) : max(cr - left, 0)] = (
+            transparent
+        )
+    block[block == shown] = transparent  # already right: keep what the canvas shows
+    control = b"!\xf9\x04" + struct.pack("<BHBB", (disposal << 2) | 1, delay_cs, transparent, 0)
+    descriptor = b"," + struct.pack("<HHHHB", left, top, right - left, bottom - top, 0)
+    return control + descriptor + _lzw(block), time.thread_time() - start
+
+
+class InlineExecutor(Executor):
+    """Runs each task at once in the caller: the one-thread executor."""
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
 def encode_gif(
-    frames: np.ndarray,
+    chunks: Iterable[np.ndarray] | np.ndarray,
     palette: np.ndarray,
     delays_cs: Sequence[int],
     transparent: int,
-    workers: int = 1,
+    executor: Executor | None = None,
+    timings: dict[str, float] | None = None,
 ) -> bytes:
-    """(F, H, W) uint8 palette indices -> an endlessly looping GIF."""
-    count, height, width = frames.shape
-    if len(delays_cs) != count:
-        raise ValueError(f"{count} frames but {len(delays_cs)} delays")
-    boxes, disposal = plan_frames(frames, transparent)
+    """Frames of palette indices, as one (F, H, W) array or (n, H, W) chunks in order ->
+    an endlessly looping GIF. Adds the CPU seconds spent to `timings["encode"]`."""
+    executor = executor or InlineExecutor()
+    if isinstance(chunks, np.ndarray):
+        chunks = [chunks[i : i + 8] for i in range(0, len(chunks), 8)]
+    planner = _Planner(transparent)
+    futures: list[Future] = []
+    size: tuple[int, int] | None = None
+    previous: np.ndarray | None = None  # last frame of the chunk before
+    pending: np.ndarray | None = None  # a chunk waiting for its successor's first frame
+    cleared: Box | None = None
+    plan_seconds = 0.0
 
-    def frame_block(i: int) -> bytes:
-        top, bottom, left, right = boxes[i]
-        block = frames[i, top:bottom, left:right].copy()
-        if i:
-            # What the canvas shows there before frame i: frame i - 1, cleared if disposed.
-            canvas = frames[i - 1, top:bottom, left:right].copy()
-            if disposal[i - 1] == CLEAR:
-                pt, pb, pl, pr = _intersection(boxes[i - 1], boxes[i])
-                canvas[
-                    max(pt - top, 0) : max(pb - top, 0), max(pl - left, 0) : max(pr - left, 0)
-                ] = transparent
-            block[block == canvas] = transparent
-        control = b"!\xf9\x04" + struct.pack(
-            "<BHBB", (disposal[i] << 2) | 1, int(delays_cs[i]), transparent, 0
-        )
-        descriptor = b"," + struct.pack("<HHHHB", left, top, right - left, bottom - top, 0)
-        return control + descriptor + _lzw(block)
+    def submit(block: np.ndarray, following: np.ndarray) -> None:
+        nonlocal previous, cleared, plan_seconds
+        start = time.thread_time()
+        before = np.concatenate([previous[None], block[:-1]])
+        after = np.concatenate([block[1:], following[None]])
+        plans = planner.plan(block, before, after)
+        plan_seconds += time.thread_time() - start
+        for k, (box, disposal) in enumerate(plans):
+            i = len(futures)
+            if i >= len(delays_cs):
+                raise ValueError(f"more frames than the {len(delays_cs)} delays")
+            args = (block[k], before[k], box, cleared, disposal, int(delays_cs[i]), transparent)
+            futures.append(executor.submit(_frame_block, *args))
+            cleared = box if disposal == CLEAR else None
+        previous = block[-1]
+        # Wait for older frames so queued work (and the chunks it holds) stays bounded.
+        for future in futures[: max(len(futures) - _IN_FLIGHT, 0)]:
+            future.result()
 
-    if workers > 1 and count > 1:
-        with ThreadPoolExecutor(workers) as pool:
-            blocks = list(pool.map(frame_block, range(count)))
-    else:
-        blocks = [frame_block(i) for i in range(count)]
+    for chunk in chunks:
+        if size is None:
+            size = chunk.shape[2], chunk.shape[1]
+            previous = np.full(chunk.shape[1:], transparent, chunk.dtype)  # empty canvas
+        if pending is not None:
+            submit(pending, chunk[0])
+        pending = chunk
+    if pending is None or size is None:
+        raise ValueError("no frames to encode")
+    submit(pending, np.full(pending.shape[1:], transparent, pending.dtype))
+    if len(futures) != len(delays_cs):
+        raise ValueError(f"{len(futures)} frames but {len(delays_cs)} delays")
+    blocks, seconds = zip(*(f.result() for f in futures), strict=True)
+    if timings is not None:
+        timings["encode"] = timings.get("encode", 0.0) + sum(seconds) + plan_seconds
     pal = np.zeros((256, 3), np.uint8)
     pal[: len(palette)] = palette
-    header = b"GIF89a" + struct.pack("<HHBBB", width, height, 0xF7, transparent, 0) + pal.tobytes()
+    header = b"GIF89a" + struct.pack("<HHBBB", *size, 0xF7, transparent, 0) + pal.tobytes()
     loop = b"!\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00"  # loop forever
     return header + loop + b"".join(blocks) + b";"

@@ -4,8 +4,9 @@ ARAP solves for all its frames at once, one camera for the whole clip, splats an
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +14,7 @@ from scipy import sparse
 
 from animation.arap import ArapSolver, build_arap
 from animation.character import Character
-from animation.gif import encode_gif
+from animation.gif import InlineExecutor, encode_gif
 from animation.mesh import Mesh, barycentric, build_mesh, joint_triangles
 from animation.motions import Motion, load_motion
 from animation.rasterise import (
@@ -91,7 +92,10 @@ def render_joints(
     options: RenderOptions = RenderOptions(),
     timings: dict[str, float] | None = None,
 ) -> bytes:
-    """(F, 16, 2) joint positions in texture px, one row a frame -> GIF bytes."""
+    """(F, 16, 2) joint positions in texture px, one row a frame -> GIF bytes.
+
+    Adds each stage's CPU seconds (summed over threads) to `timings`.
+    """
     clock = _Clock(timings)
     vertices = rig.arap.solve(joints)  # (F, N, 2)
     frames = len(vertices)
@@ -105,17 +109,40 @@ def render_joints(
     placed = vertices * camera.scale + camera.offset
     levels = stretch_levels(rig.mesh, vertices)
     samples = texture_samples(rig.mesh, rig.index, SAMPLE_SPACING / camera.scale, levels)
-    out = np.full((frames, camera.height, camera.width), TRANSPARENT, np.uint8)
-
-    def draw(start: int) -> None:
-        stop = min(start + _CHUNK, frames)
-        rasterise(samples, placed[start:stop], camera.width, camera.height, out[start:stop])
-
-    _map(draw, range(0, frames, _CHUNK), options.workers)
     clock.lap("rasterise")
-    gif = encode_gif(out, rig.palette, delays_cs, TRANSPARENT, options.workers)
-    clock.lap("encode")
+
+    def draw(start: int) -> tuple[np.ndarray, float]:
+        began = time.thread_time()
+        chunk = rasterise(samples, placed[start : start + _CHUNK], camera.width, camera.height)
+        return chunk, time.thread_time() - began
+
+    # Rasterising and encoding are pipelined over chunks of frames, on one pool of threads
+    # (numpy, scipy and Pillow release the GIL), so memory holds a few chunks, not the clip.
+    with _executor(options.workers) as pool:
+        queued: deque[Future] = deque()
+
+        def chunks() -> Iterator[np.ndarray]:
+            for start in range(0, frames, _CHUNK):
+                queued.append(pool.submit(draw, start))
+                if len(queued) > options.workers:
+                    yield _collect(queued.popleft(), timings)
+            while queued:
+                yield _collect(queued.popleft(), timings)
+
+        gif = encode_gif(chunks(), rig.palette, delays_cs, TRANSPARENT, pool, timings)
+    clock.restart()
     return gif
+
+
+def _collect(future: Future, timings: dict[str, float] | None) -> np.ndarray:
+    chunk, seconds = future.result()
+    if timings is not None:
+        timings["rasterise"] = timings.get("rasterise", 0.0) + seconds
+    return chunk
+
+
+def _executor(workers: int) -> Executor:
+    return ThreadPoolExecutor(workers) if workers > 1 else InlineExecutor()
 
 
 def render_motion(rig: Rig, motion: Motion, options: RenderOptions = RenderOptions()) -> bytes:
@@ -145,24 +172,19 @@ def render_motions(
     return {m.name: render_motion(rig, m, options) for m in loaded}
 
 
-def _map(fn, items, workers: int) -> None:
-    items = list(items)
-    if workers > 1 and len(items) > 1:
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(fn, items))
-    else:
-        for item in items:
-            fn(item)
-
-
 class _Clock:
-    """Adds the seconds since the last lap to `timings[stage]` (no-op without a dict)."""
+    """Adds this thread's CPU seconds since the last lap to `timings[stage]` (no-op
+    without a dict)."""
 
     def __init__(self, timings: dict[str, float] | None) -> None:
-        self.timings, self.last = timings, time.perf_counter()
+        self.timings = timings
+        self.restart()
+
+    def restart(self) -> None:
+        self.last = time.thread_time()
 
     def lap(self, stage: str) -> None:
-        now = time.perf_counter()
+        now = time.thread_time()
         if self.timings is not None:
             self.timings[stage] = self.timings.get(stage, 0.0) + now - self.last
         self.last = now

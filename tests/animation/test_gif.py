@@ -1,4 +1,5 @@
 import io
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -36,11 +37,14 @@ def _decode(gif: bytes) -> tuple[Image.Image, list[np.ndarray]]:
     return im, decoded
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_round_trip_through_pillow(workers):
+@pytest.mark.parametrize("threads", [False, True])
+@pytest.mark.parametrize("chunk", [1, 3, 8])
+def test_round_trip_through_pillow(threads, chunk):
     frames, palette = _clip(), _palette()
     delays = [7, 6, 7, 7, 6, 7, 7, 6]
-    gif = encode_gif(frames, palette, delays, T, workers=workers)
+    chunks = [frames[i : i + chunk] for i in range(0, len(frames), chunk)]
+    with ThreadPoolExecutor(2) as pool:
+        gif = encode_gif(chunks, palette, delays, T, pool if threads else None)
     im, decoded = _decode(gif)
     assert im.n_frames == len(frames)
     assert im.info["loop"] == 0

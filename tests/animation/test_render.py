@@ -1,4 +1,5 @@
 import io
+import pickle
 
 import numpy as np
 import pytest
@@ -130,3 +131,11 @@ def test_threads_do_not_change_the_gif():
     assert one == two
     times, delays = frame_schedule(motion.duration_s, 15, 150)
     assert len(_frames(one)[1]) == len(times)
+
+
+def test_a_rig_travels_to_another_process_by_pickle():
+    r = rig("ad")
+    copy = pickle.loads(pickle.dumps(r))
+    motion = load_motion("jumping")
+    options = RenderOptions(size=80)
+    assert render_motion(copy, motion, options) == render_motion(r, motion, options)
