@@ -88,6 +88,7 @@ def _report(case: str, data: dict) -> dict[str, float]:
     print(
         f"\n{case}: {', '.join(runs[0]['motions'])}; {runs[0]['frames']} frames; {len(runs)} runs"
     )
+    print("  stage        CPU, threads summed (median)")
     for stage in STAGES:
         values = [r["stages"].get(stage, 0.0) for r in runs]
         print(f"  {stage:<11} {1000 * statistics.median(values):8.1f} ms")
