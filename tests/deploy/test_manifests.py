@@ -1,5 +1,6 @@
 """The Kubernetes manifests in k8s/: valid for Kubernetes 1.30, and the pod DESIGN.md draws."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,10 +90,19 @@ def test_hpa_scales_this_deployment_on_gateway_cpu():
     assert hpa["minReplicas"] >= 2 and load("pdb.yaml")["spec"]["maxUnavailable"] == 1
 
 
+def image_user(dockerfile: str) -> int:
+    """The numeric USER the image's last stage runs as."""
+    users = re.findall(r"^USER\s+(\d+)", (ROOT / dockerfile).read_text(), re.MULTILINE)
+    assert users, f"{dockerfile} has no numeric USER"
+    return int(users[-1])
+
+
 def test_containers_run_unprivileged_on_read_only_roots(pod, containers):
     spec = pod["spec"]
     assert spec["securityContext"]["runAsNonRoot"] is True
-    assert spec["securityContext"]["runAsUser"] > 0
+    for name, dockerfile in (("gateway", "Dockerfile.gateway"), ("torchserve", "Dockerfile.model")):
+        uid = containers[name]["securityContext"]["runAsUser"]
+        assert uid == image_user(dockerfile) > 0
     assert spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
     assert spec["automountServiceAccountToken"] is False
     scratch = {v["name"] for v in spec["volumes"] if "emptyDir" in v}
