@@ -83,7 +83,7 @@ def light(rng: np.random.Generator, img: np.ndarray, photo: str, fibre: float) -
     grain = texture_crop(rng, fibre_and_noise(), h, w)
     iso = rng.uniform(0.004, 0.02) if rng.random() < 0.9 else rng.uniform(0.02, 0.045)
     factor *= 1.0 + grain * np.float32(fibre + iso)
-    img *= factor[..., None]
+    np.multiply(img, cv2.merge([factor, factor, factor]), out=img)
 
 
 def homography(rng: np.random.Generator, h: int, w: int, photo: str) -> np.ndarray:

@@ -533,7 +533,7 @@ def draw_figure(
     inks["hat_fill"] = (
         hat if rng.random() < 0.6 else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
     )
-    retrace = rng.random() < 0.15  # some children go over every line twice
+    retrace = rng.random() < 0.1  # some children go over every line twice
     for s in sorted(figure.shapes, key=lambda s: not s.filled):
         ink = inks[s.role]
         pts = to_px(s.points)

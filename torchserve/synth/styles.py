@@ -74,8 +74,8 @@ def pick_styles(
         allowed = [v for v in values if v not in excluded.get(axis, ())]
         if not allowed:
             raise ValueError(f"exclude: leaves no {axis} style to draw")
-        weights = np.array([_WEIGHTS.get(axis, {}).get(v, 1.0) for v in allowed])
-        choice = allowed[int(rng.choice(len(allowed), p=weights / weights.sum()))]
+        cumulative = np.cumsum([_WEIGHTS.get(axis, {}).get(v, 1.0) for v in allowed])
+        choice = allowed[int(np.searchsorted(cumulative, rng.random() * cumulative[-1], "right"))]
         styles[axis] = forced.get(axis, choice)
     # Combinations a child would not draw, or that would hide the labelled joints.
     if styles["body"] == "dress" and styles["legs"] in ("kick", "wide") and "legs" not in forced:
