@@ -1,4 +1,8 @@
-"""CLI: `python -m torchserve.synth sheet --out sheet.png` and `... bench`."""
+"""Look at the synthetic drawings and time them.
+
+python -m torchserve.synth sheet --out sheet.png [--seed 0] [--count 24] [--held-out]
+python -m torchserve.synth bench [--count 200] [--size 512]
+"""
 
 from __future__ import annotations
 
@@ -32,7 +36,11 @@ def _styles(args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m torchserve.synth", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m torchserve.synth",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (
         ("sheet", "write a contact sheet PNG of samples with their labels drawn on"),
@@ -40,8 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--seed", type=int, default=0, help="first seed")
-        p.add_argument("--count", type=int, default=24 if name == "sheet" else 200)
-        p.add_argument("--size", type=int, default=None if name == "sheet" else 512)
+        p.add_argument("--count", type=int, default=24 if name == "sheet" else 200, help="samples")
+        p.add_argument(
+            "--size",
+            type=int,
+            default=None if name == "sheet" else 512,
+            help="longer side, px (default: " + ("random 320-1000)" if name == "sheet" else "512)"),
+        )
         group = p.add_mutually_exclusive_group()
         group.add_argument("--exclude-held-out", action="store_true", help="training styles only")
         group.add_argument("--held-out", action="store_true", help="held-out styles only")
