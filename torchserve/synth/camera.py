@@ -7,7 +7,7 @@ import functools
 import cv2
 import numpy as np
 
-from .ink import texture_crop
+from .ink import BRIGHT, texture_crop
 
 TABLES = [
     (150, 105, 65),
@@ -101,11 +101,33 @@ def homography(rng: np.random.Generator, h: int, w: int, photo: str) -> np.ndarr
 
 
 def table(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """What lies under the sheet: a table top, sometimes with crayons left lying about
+    (the sheet then covers most of them)."""
     colour = np.array(TABLES[int(rng.integers(len(TABLES)))], np.float32) + rng.normal(0, 10, 3)
     coarse = np.clip(colour[None, None] * rng.uniform(0.75, 1.1, (2, 2, 1)), 0, 255).astype(
         np.uint8
     )
-    return cv2.resize(coarse, (w, h), interpolation=cv2.INTER_LINEAR)
+    out = cv2.resize(coarse, (w, h), interpolation=cv2.INTER_LINEAR)
+    if rng.random() < 0.3:
+        s = max(h, w) / 512
+        for _ in range(int(rng.integers(1, 4))):
+            a = rng.uniform(0, np.pi)
+            c = rng.uniform(0, 1, 2) * (w, h)
+            d = np.array([np.cos(a), np.sin(a)]) * rng.uniform(30, 70) * s
+            crayon = tuple(int(v) for v in BRIGHT[int(rng.integers(len(BRIGHT)))])
+            thick = max(2, int(rng.uniform(5, 10) * s))
+            p0, p1 = np.round(c - d).astype(int), np.round(c + d).astype(int)
+            cv2.line(out, tuple(p0.tolist()), tuple(p1.tolist()), crayon, thick, cv2.LINE_AA)
+            tip = tuple(np.round(c + d * 1.12).astype(int).tolist())
+            cv2.line(
+                out,
+                tuple(p1.tolist()),
+                tip,
+                tuple(v // 2 for v in crayon),
+                max(1, thick // 2),
+                cv2.LINE_AA,
+            )
+    return out
 
 
 def shoot(rng: np.random.Generator, sheet: np.ndarray, H: np.ndarray, photo: str) -> np.ndarray:
