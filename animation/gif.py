@@ -62,15 +62,13 @@ class _Planner:
         self.box: Box | None = None  # the previous frame's rectangle
         self.disposal = KEEP  # and its disposal
 
-    def plan(
-        self, block: np.ndarray, before: np.ndarray, after: np.ndarray
-    ) -> list[tuple[Box, int]]:
-        """`block` (n, H, W); `before`/`after` its frames shifted by one (empty canvas
-        before the first frame and after the last)."""
-        t = self.transparent
-        figure = _boxes(block != t)
-        changed = _boxes(block != before)
-        uncovered = _boxes((block != t) & (after == t))  # what the next frame uncovers
+    def plan(self, window: np.ndarray) -> list[tuple[Box, int]]:
+        """Plan the frames `window[1:-1]` of a (n + 2, H, W) window that also holds the
+        frame before and the frame after (an empty canvas at either end of the clip)."""
+        figure_mask = window != self.transparent
+        figure = _boxes(figure_mask[1:-1])
+        changed = _boxes(window[1:-1] != window[:-2])
+        uncovered = _boxes(figure_mask[1:-1] & ~figure_mask[2:])  # what the next frame uncovers
         plans = []
         for fig, chg, unc in zip(figure, changed, uncovered, strict=True):
             box = chg
@@ -87,9 +85,7 @@ class _Planner:
 def plan_frames(frames: np.ndarray, transparent: int) -> tuple[list[Box], list[int]]:
     """Each frame's rectangle and disposal method (see the module docstring)."""
     empty = np.full((1, *frames.shape[1:]), transparent, frames.dtype)
-    before = np.concatenate([empty, frames[:-1]])
-    after = np.concatenate([frames[1:], empty])
-    plans = _Planner(transparent).plan(frames, before, after)
+    plans = _Planner(transparent).plan(np.concatenate([empty, frames, empty]))
     return [p[0] for p in plans], [p[1] for p in plans]
 
 
@@ -161,15 +157,14 @@ def encode_gif(
     def submit(block: np.ndarray, following: np.ndarray) -> None:
         nonlocal previous, cleared, plan_seconds
         start = time.thread_time()
-        before = np.concatenate([previous[None], block[:-1]])
-        after = np.concatenate([block[1:], following[None]])
-        plans = planner.plan(block, before, after)
+        window = np.concatenate([previous[None], block, following[None]])
+        plans = planner.plan(window)
         plan_seconds += time.thread_time() - start
         for k, (box, disposal) in enumerate(plans):
             i = len(futures)
             if i >= len(delays_cs):
                 raise ValueError(f"more frames than the {len(delays_cs)} delays")
-            args = (block[k], before[k], box, cleared, disposal, int(delays_cs[i]), transparent)
+            args = (block[k], window[k], box, cleared, disposal, int(delays_cs[i]), transparent)
             futures.append(executor.submit(_frame_block, *args))
             cleared = box if disposal == CLEAR else None
         previous = block[-1]
