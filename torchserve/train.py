@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
         "samples": args.samples,
         "threads": args.threads,
         "generator": version,
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),
     }
 
     def checkpoint(model: torch.nn.Module, step: int) -> None:

@@ -1,0 +1,182 @@
+"""The models' geometry, decoders, training determinism and the committed weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from torchserve.model import (
+    DetectorNet,
+    PoseNet,
+    decode_detections,
+    decode_keypoints,
+    detector_input,
+    letterbox,
+    load_detector,
+    load_pose,
+    pose_input,
+)
+from torchserve.model.detector import box_iou, cell_boxes
+from torchserve.model.pose import heatmap_coordinates
+from torchserve.model.transforms import fit_letterbox
+from torchserve.training import data
+from torchserve.training.loop import TrainConfig, train, weights_digest
+from torchserve.training.metrics import pck_hits
+
+WEIGHTS = Path(__file__).resolve().parents[2] / "torchserve" / "weights"
+
+
+def test_networks_output_shapes() -> None:
+    with torch.no_grad():
+        assert DetectorNet(size=192)(torch.zeros(2, 3, 192, 192)).shape == (2, 5, 24, 24)
+        assert PoseNet(size=128)(torch.zeros(2, 3, 128, 128)).shape == (2, 17, 32, 32)
+
+
+def test_letterbox_round_trip_and_pixel_agreement() -> None:
+    image = np.full((300, 500, 3), 255, np.uint8)
+    image[200:204, 100:104] = 0  # a dark 4x4 dot centred at (101.5, 201.5)
+    square, box = letterbox(image, 200)
+    assert square.shape == (200, 200, 3)
+    assert box.scale == pytest.approx(0.4)
+    points = np.array([[0.0, 0.0, 7.0], [101.5, 201.5, 1.0], [499.0, 299.0, 0.0]])
+    np.testing.assert_allclose(box.to_source(box.to_input(points)), points, atol=1e-9)
+    # Where the resized image put the dot is where the transform says it is.
+    content = square[int(box.pad_y) : int(box.pad_y) + 120, :, 0].astype(np.float64)
+    ink = 255 - content
+    rows, cols = np.indices(ink.shape)
+    centre = [(ink * rows).sum() / ink.sum() + box.pad_y, (ink * cols).sum() / ink.sum()]
+    expected = box.to_input(points[1:2])[0]
+    assert abs(centre[1] - expected[0]) < 0.3 and abs(centre[0] - expected[1]) < 0.3
+    assert (square[:30] == 128).all()  # padding above the wide image
+
+
+def test_decode_detections_places_boxes_best_first() -> None:
+    stride, size = 8, 192
+    out = torch.full((5, 24, 24), -10.0)
+    out[1:] = 3.0  # every cell: 3 cells to each edge
+    out[0, 10, 12] = 4.0  # strong figure at cell (12, 10)
+    out[0, 3, 3] = 0.0  # weaker one elsewhere
+    box = fit_letterbox(400, 300, size)  # a 400x300 photo
+    found = decode_detections(out, box, (400, 300))
+    assert [round(f["score"], 3) for f in found] == [round(1 / (1 + np.exp(-4.0)), 3), 0.5]
+    cx, cy = (12 + 0.5) * stride - 0.5, (10 + 0.5) * stride - 0.5
+    expected = box.to_source(np.array([[cx - 24, cy - 24], [cx + 24, cy + 24]])).reshape(4)
+    np.testing.assert_allclose(found[0]["bbox"], expected, atol=0.06)
+    # A blank output finds nothing.
+    assert decode_detections(torch.full((5, 24, 24), -10.0), box, (400, 300)) == []
+
+
+def test_detector_targets_decode_back_to_their_box() -> None:
+    boxes = np.array([[30.0, 20.0, 150.0, 170.0]], np.float32)
+    heat, ltrb, weights = data.detector_targets(boxes, 192, 8)
+    j, i = np.unravel_index(np.argmax(heat[0]), heat[0].shape)
+    assert heat[0, j, i] == 1.0 and (i, j) == (11, 11)
+    out = torch.cat([torch.zeros(1, 24, 24), torch.from_numpy(ltrb[0])])
+    per_cell = cell_boxes(out, 8)
+    np.testing.assert_allclose(per_cell[:, j, i].numpy(), boxes[0], atol=1e-4)
+    assert weights[0, j, i] > 0 and weights[0].sum() < 24 * 24 / 4
+
+
+def test_heatmap_peak_decodes_to_its_pixel_with_sub_cell_refinement() -> None:
+    logits = torch.full((17, 32, 32), -20.0)
+    logits[0, 7, 9] = 10.0
+    logits[1, 20, 5] = 10.0
+    logits[1, 20, 6] = 10.0  # two equal cells: the joint is between them
+    points = heatmap_coordinates(logits, stride=4).numpy()
+    assert points[0, :2] == pytest.approx([(9 + 0.5) * 4 - 0.5, (7 + 0.5) * 4 - 0.5])
+    assert points[1, :2] == pytest.approx([(5.5 + 0.5) * 4 - 0.5, (20 + 0.5) * 4 - 0.5])
+    assert points[0, 2] == pytest.approx(1.0, abs=1e-6)
+    # In a crop of 64 x 32 px letterboxed to 128, x and y scale by 2, x shifted by the pad.
+    crop_box = fit_letterbox(32, 64, 128)
+    keypoints = decode_keypoints(logits, crop_box)
+    assert len(keypoints) == 17 and all(len(k) == 3 for k in keypoints)
+    assert keypoints[0][:2] == pytest.approx(list(crop_box.to_source(points[0:1, :2])[0]), abs=0.05)
+
+
+def test_pose_targets_decode_back_to_their_keypoints() -> None:
+    rng = np.random.default_rng(1)
+    keypoints = np.concatenate([rng.uniform(5, 120, (2, 17, 2)), np.ones((2, 17, 1))], axis=2)
+    target, weights = data.pose_targets(keypoints.astype(np.float32), 128, 4)
+    assert target.shape == (2, 17, 32, 32) and weights.all()
+    decoded = heatmap_coordinates(torch.from_numpy(np.log(target + 1e-12)), 4).numpy()
+    np.testing.assert_allclose(decoded[..., :2], keypoints[..., :2], atol=0.6)
+
+
+def test_augmented_pose_crop_keeps_keypoints_on_the_drawing() -> None:
+    # A black dot at each joint on white: after augmentation each joint is still on its dot.
+    region = np.full((data.REGION, data.REGION, 3), 255, np.uint8)
+    rng = np.random.default_rng(3)
+    keypoints = np.concatenate([rng.uniform(40, 136, (17, 2)), np.ones((17, 1))], axis=1)
+    for x, y, _ in keypoints:
+        cv2.circle(region, (round(x), round(y)), 3, (0, 0, 0), -1)
+    box = np.array([30.0, 30.0, 146.0, 146.0])
+    for _ in range(5):
+        image, moved = data.augment_pose(region, box, keypoints, 128, rng, jitter=0.0)
+        gray = image.mean(axis=2)
+        inside = [gray[round(y), round(x)] for x, y, _ in moved if 0 <= x < 127 and 0 <= y < 127]
+        assert np.median(inside) < np.median(gray) - 40
+
+
+def _stand_in_records(n: int) -> data.Records:
+    """Hand-drawn stick figures (not the synth generator), enough for a few training steps."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(n):
+        image = np.full((240, 200, 3), 235, np.uint8)
+        keypoints = np.concatenate([rng.uniform(50, 180, (17, 2)), np.ones((17, 1))], axis=1)
+        for a, b in [(5, 7), (7, 9), (6, 8), (8, 10), (11, 13), (13, 15), (12, 14), (14, 16)]:
+            pa, pb = keypoints[a, :2].astype(int), keypoints[b, :2].astype(int)
+            cv2.line(image, tuple(map(int, pa)), tuple(map(int, pb)), (20, 20, 20), 3)
+        lo, hi = keypoints[:, :2].min(0) - 3, keypoints[:, :2].max(0) + 3
+        rows.append(data.make_record(image, np.concatenate([lo, hi]), keypoints, 96))
+    columns = list(zip(*rows, strict=True))
+    return data.Records(*(np.stack(c) for c in columns))
+
+
+@pytest.mark.parametrize("kind,size", [("detector", 96), ("pose", 64)])
+def test_training_is_deterministic(kind: str, size: int) -> None:
+    records = _stand_in_records(8)
+    torch.set_num_threads(1)
+
+    def digest(seed: int) -> str:
+        config = TrainConfig(kind=kind, steps=3, batch_size=4, seed=seed, size=size, warmup=1)
+        return weights_digest(train(config, records))
+
+    first = digest(0)
+    assert digest(0) == first
+    assert digest(1) != first
+
+
+def test_committed_weights_find_a_generated_figure_and_its_joints() -> None:
+    from torchserve.synth import HELD_OUT_STYLES, generate
+
+    torch.set_num_threads(1)
+    detector = load_detector(str(WEIGHTS / "detector.pt"))
+    pose = load_pose(str(WEIGHTS / "pose.pt"))
+    total_hits, total = 0.0, 0
+    for seed in (1_000_001, 1_000_002, 1_000_003):
+        sample = generate(seed, exclude=HELD_OUT_STYLES)
+        x, box = detector_input(sample.image, detector.size)
+        with torch.no_grad():
+            found = decode_detections(detector(x)[0], box, sample.image.shape[1::-1])
+        assert found, f"no figure found in seed {seed}"
+        assert box_iou(np.array(found[0]["bbox"]), sample.bbox) > 0.5
+        x1, y1, x2, y2 = np.round(sample.bbox).astype(int)
+        x, crop_box = pose_input(sample.image[y1:y2, x1:x2], pose.size)
+        with torch.no_grad():
+            points = np.array(decode_keypoints(pose(x)[0], crop_box)) + [x1, y1, 0]
+        hits = pck_hits(points, sample.keypoints, sample.bbox)
+        total_hits += np.nansum(hits)
+        total += np.isfinite(hits).sum()
+    assert total_hits / total > 0.7
+
+
+def test_loaders_reject_the_wrong_checkpoint(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a"):
+        load_pose(str(WEIGHTS / "detector.pt"))
+    with pytest.raises(ValueError, match="not a"):
+        load_detector(str(WEIGHTS / "pose.pt"))
