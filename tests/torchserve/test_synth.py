@@ -11,7 +11,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from torchserve.synth import HELD_OUT_STYLES, STYLE_AXES, Sample, camera, generate, generate_batch
+from torchserve.synth import (
+    HELD_OUT_STYLES,
+    STYLE_AXES,
+    Sample,
+    camera,
+    generate,
+    generate_batch,
+    scene,
+)
 from torchserve.synth.__main__ import main as synth_cli
 
 SEEDS = range(40)
@@ -64,6 +72,19 @@ def test_mask_warped_in_its_window_matches_a_full_warp():
         corners = np.float32([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
         full = cv2.warpPerspective(mask, H, (int(w), int(h)), flags=cv2.INTER_NEAREST)
         assert np.array_equal(camera.warp_mask(mask, H, corners), full)
+
+
+def test_other_figures_stay_smaller_than_the_main_one():
+    boxes = []
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        canvas = np.ones((400, 600, 3), np.float32)
+        layout = scene.Layout(400, 600)
+        fig_box = (250.0, 120.0, 330.0, 240.0)  # 120 px tall
+        layout.take(fig_box)
+        scene.decorate(rng, canvas, layout, "marker", 1.2, 12, fig_box, 15.0, boxes.append)
+    assert boxes, "some pages got a second figure"
+    assert all(y1 - y0 <= 0.8 * 120 + 1e-6 for _, y0, _, y1 in boxes)
 
 
 def test_types_and_shapes(samples):

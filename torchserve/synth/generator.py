@@ -141,10 +141,10 @@ def generate(
             ink.composite(sheet)
 
     count = {"plain": 0, "some": int(rng.integers(1, 4)), "busy": int(rng.integers(4, 9))}
-    reach = (x0 - margin, y0 - margin, x1 + margin, y1 + margin)
     others = allowed_values("medium", exclude)  # the rest of the page may use another tool
     scene_medium = others[int(rng.integers(len(others)))] if rng.random() < 0.3 else medium
-    decorate(rng, sheet, layout, scene_medium, scale, count[style["scene"]], reach, extra_figure)
+    n = count[style["scene"]]
+    decorate(rng, sheet, layout, scene_medium, scale, n, fig_box, margin, extra_figure)
 
     mask = np.zeros((h, w), np.uint8)
     to_px = _placement(figure, fig_box)

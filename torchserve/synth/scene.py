@@ -48,28 +48,21 @@ def paper(
     )
     # Printed rules are faint next to a child's strokes; some papers barely show them.
     ruling = colour + (ruling + rng.normal(0, 0.03, 3) - colour) * rng.uniform(0.35, 0.95)
-    line_colour = tuple(float(v) for v in np.clip(ruling, 0, 1))
+    line_colour = np.clip(ruling, 0, 1).astype(np.float32)
+    # Printed rules as whole pixel rows and columns: the camera's resampling softens them.
     thick = 1 if scale < 1.4 else 2
     if kind == "lined":
         gap = rng.uniform(16, 30) * scale
-        y = rng.uniform(0, gap) + (rng.uniform(20, 60) * scale if rng.random() < 0.4 else 0)
-        while y < h:
-            cv2.line(img, (0, int(y)), (w, int(y)), line_colour, thick, cv2.LINE_AA)
-            y += gap
+        first = rng.uniform(0, gap) + (rng.uniform(20, 60) * scale if rng.random() < 0.4 else 0)
+        rows = np.arange(first, h, gap).astype(int)
+        img[np.clip(np.concatenate([rows + i for i in range(thick)]), 0, h - 1)] = line_colour
         if rng.random() < 0.6:  # the red margin
             x = int(rng.uniform(0.05, 0.15) * w)
-            cv2.line(img, (x, 0), (x, h), (0.88, 0.47, 0.5), thick, cv2.LINE_AA)
+            img[:, x : x + thick] = (0.88, 0.47, 0.5)
     elif kind == "squared":
         gap = rng.uniform(10, 22) * scale
-        for offset, size, vertical in (
-            (rng.uniform(0, gap), w, True),
-            (rng.uniform(0, gap), h, False),
-        ):
-            v = offset
-            while v < size:
-                p1, p2 = ((int(v), 0), (int(v), h)) if vertical else ((0, int(v)), (w, int(v)))
-                cv2.line(img, p1, p2, line_colour, 1, cv2.LINE_AA)
-                v += gap
+        img[:, np.arange(rng.uniform(0, gap), w, gap).astype(int)] = line_colour
+        img[np.arange(rng.uniform(0, gap), h, gap).astype(int)] = line_colour
     # Fibre shows most on coloured construction paper.
     fibre = rng.uniform(0.01, 0.05) if kind == "coloured" else rng.uniform(0.0, 0.025)
     return img, float(fibre)
@@ -271,12 +264,21 @@ def _text(rng, ink: Ink, box, img_h: int, img_w: int) -> None:
 
 
 def decorate(
-    rng, canvas, layout: Layout, medium: str, scale: float, count: int, fig_box, extra_figure
+    rng,
+    canvas,
+    layout: Layout,
+    medium: str,
+    scale: float,
+    count: int,
+    fig_box,
+    margin,
+    extra_figure,
 ):
-    """Draw `count` page objects in the free space around `fig_box`, the main figure's reach."""
+    """Draw `count` page objects in the free space around the main figure: `fig_box` is
+    its outline's box, `margin` how far its strokes may reach past it."""
     h, w = canvas.shape[:2]
-    fx0, fy0, fx1, fy1 = fig_box
-    fig_h = fy1 - fy0
+    fig_h = fig_box[3] - fig_box[1]  # a second figure stays smaller than this
+    fx0, fy0, fx1, fy1 = np.add(fig_box, (-margin, -margin, margin, margin))
     kinds = ["sun", "house", "tree", "text", "scribble", "flower", "cloud", "heart", "figure"]
     kinds += ["ground", "grass", "sky"]
     weights = np.array([2, 1.5, 1.5, 1.5, 1.5, 1, 1, 0.7, 1.5, 1.2, 0.8, 0.8])
