@@ -110,6 +110,13 @@ def _register_errors(app: Flask) -> None:
     def api_error(exc: ApiError) -> Response:
         if exc.code == "payload_too_large":
             _stop_reading_body()
+        elif exc.status >= 500 and exc.code != "overloaded":
+            # A dependency failed (model or storage): the operator needs the reason, which
+            # the access log line alone does not carry.
+            log.warning(
+                "%s: %s", exc.code, exc.message,
+                extra={"request_id": g.get("request_id"), "code": exc.code},
+            )  # fmt: skip
         return error_response(exc.status, exc.code, exc.message, exc.headers)
 
     @app.errorhandler(ClientGone)
