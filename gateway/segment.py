@@ -19,7 +19,7 @@ INK_CONTRAST = 10  # grey levels darker than the neighbourhood's mean to count a
 GAP_FRACTION = 1 / 40  # closing kernel, of the crop's short side
 
 
-def _odd(n: float) -> int:
+def odd_size(n: float) -> int:
     n = max(3, int(n))
     return n if n % 2 else n + 1
 
@@ -44,8 +44,8 @@ def segment_figure(rgb: np.ndarray, keypoints: np.ndarray | None = None) -> np.n
     gray = np.ascontiguousarray(rgb.min(axis=2))
     side = min(gray.shape)
     ink = cv2.adaptiveThreshold(gray, 255, cv2.ADAPTIVE_THRESH_MEAN_C, cv2.THRESH_BINARY_INV,
-                                _odd(side * BLOCK_FRACTION), INK_CONTRAST)  # fmt: skip
-    k = _odd(side * GAP_FRACTION)
+                                odd_size(side * BLOCK_FRACTION), INK_CONTRAST)  # fmt: skip
+    k = odd_size(side * GAP_FRACTION)
     ink = cv2.morphologyEx(
         ink, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k))
     )

@@ -1,7 +1,8 @@
+import cv2
 import numpy as np
 
 from gateway.preprocess import crop_box
-from gateway.segment import fill_holes, segment_figure
+from gateway.segment import GAP_FRACTION, fill_holes, odd_size, segment_figure
 from tests.gateway.images import drawing
 
 
@@ -16,14 +17,20 @@ def _crop(sample):
     return np.ascontiguousarray(sample.image[window]), sample.mask[window], keypoints
 
 
+def _filled(label: np.ndarray) -> np.ndarray:
+    """The label (the figure's ink) as a mask should be: outline gaps closed, inside filled."""
+    k = odd_size(min(label.shape) * GAP_FRACTION)
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k))
+    return fill_holes(cv2.morphologyEx(label.astype(np.uint8), cv2.MORPH_CLOSE, kernel) > 0)
+
+
 def test_mask_hugs_the_drawn_figure():
-    # The label mask is the figure's ink; ours also fills what the outline encloses.
     ious = []
-    for seed in range(8):
+    for seed in range(10):
         crop, label, keypoints = _crop(drawing(seed))
-        ious.append(_iou(segment_figure(crop, keypoints), fill_holes(label)))
+        ious.append(_iou(segment_figure(crop, keypoints), _filled(label)))
     assert np.median(ious) > 0.9, ious
-    assert min(ious) > 0.7, ious
+    assert min(ious) > 0.75, ious
 
 
 def test_enclosed_regions_are_filled():
