@@ -118,12 +118,14 @@ def generate(
     rng = np.random.default_rng(seed)
     style = pick_styles(rng, exclude, only)
     h, w = _image_size(rng, size)
-    scale = max(h, w) / 512  # stroke widths and tremor are tuned at 512 px
+    # Stroke widths and tremor are tuned at 512 px (a very long thin image counts as less).
+    scale = min(max(h, w), 2.5 * min(h, w)) / 512
     medium = style["medium"]
 
     # The page: paper, then the things around the figure, then the figure itself.
     figure = _tilt(rng, build_figure(rng, style), 8.0)
-    margin = 10 * scale + 4  # room for stroke width and tremor past the figure's outline
+    # Room for stroke width and tremor past the figure's outline.
+    margin = min(10 * scale + 4, 0.15 * min(h, w))
     fig_box = _place(rng, figure, h, w, margin)
     x0, y0, x1, y1 = fig_box
     # Strokes are thinner when the whole drawing is small; a crayon is a crayon, though.
