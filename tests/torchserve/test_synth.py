@@ -128,6 +128,8 @@ def test_joints_sit_on_the_figure(samples):
 
 def test_size_forms():
     assert generate(3, size=(240, 400)).image.shape == (240, 400, 3)
+    strip = generate(3, size=(40, 1000))  # a thin strip still holds the whole figure
+    assert strip.mask.any() and strip.bbox[3] <= 40 and strip.bbox[2] <= 1000
     assert max(generate(3, size=500).image.shape[:2]) == 500
     longer = [max(generate(s).image.shape[:2]) for s in range(8)]
     assert all(320 <= v <= 1000 for v in longer) and len(set(longer)) > 3
