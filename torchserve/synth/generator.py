@@ -21,7 +21,10 @@ ASPECTS = (1.0, 4 / 3, 3 / 2, 16 / 9, 5 / 4)
 class Sample:
     image: np.ndarray  # (H, W, 3) uint8 RGB, the "photo"
     bbox: np.ndarray  # (4,) float32 [x1, y1, x2, y2]: tight box of the main figure, image px
-    keypoints: np.ndarray  # (17, 3) float32 [x, y, visible], COCO order, image px
+    # (17, 3) float32 [x, y, visible], COCO order, image px; "left" is the figure's own left
+    # (the image's right). Every joint is labelled (visible = 1), as an annotator clicks
+    # even a knee under a dress where it must be.
+    keypoints: np.ndarray
     mask: np.ndarray  # (H, W) bool: pixels of the main figure's drawing (strokes + fill)
     style: dict[str, str]  # one value per axis of STYLE_AXES
 
