@@ -8,6 +8,7 @@ model archives.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import subprocess
@@ -50,8 +51,15 @@ def test_running_torchserve_listens_on_loopback_only(torchserve_server):
         if c.status == psutil.CONN_LISTEN and c.pid and _in_group(c.pid, group)
     ]
     assert listening, "found no socket of TorchServe's"
-    exposed = [c.laddr for c in listening if c.laddr.ip not in ("127.0.0.1", "::1")]
+    exposed = [c.laddr for c in listening if not _loopback(c.laddr.ip)]
     assert not exposed
+
+
+def _loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+    # Java listens on IPv4-mapped IPv6 sockets: ::ffff:127.0.0.1 is loopback too.
+    address = getattr(address, "ipv4_mapped", None) or address
+    return address.is_loopback
 
 
 def _in_group(pid: int, group: int) -> bool:
