@@ -16,7 +16,7 @@ import numpy as np
 from scipy import ndimage
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
-from scipy.spatial import Delaunay
+from scipy.spatial import Delaunay, QhullError
 
 from animation.skeleton import JOINTS, PARENT_INDEX
 
@@ -182,6 +182,33 @@ def build_mesh(mask: np.ndarray, joints: np.ndarray, target_triangles: int = 400
     # Delaunay gives about two triangles per point; outline points take a good share.
     spacing = max(2.0, np.sqrt(area / (0.35 * target_triangles)))
     draw, meshed = clean_mask(mask, spacing)
+    joints = np.asarray(joints, dtype=np.float64)
+    # A mask too thin or small to triangulate (a one-pixel line, a dot) is meshed grown
+    # by a pixel at a time; what is drawn stays the mask.
+    for _ in range(4):
+        try:
+            vertices, triangles = _triangulate(meshed, spacing, joints)
+            break
+        except (ValueError, QhullError):
+            meshed = cv2.dilate(meshed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    else:
+        raise ValueError("the mask is too small or thin to mesh")
+    centres = vertices[triangles].mean(1)
+    dist = _segment_distance(centres, joints[PARENT_INDEX[_BONES]], joints[_BONES])
+    return Mesh(
+        vertices=vertices,
+        triangles=triangles,
+        part=_BONE_PART[np.argmin(dist, axis=1)],
+        region=draw,
+        triangle_map=_triangle_map(mask.shape, vertices, triangles),
+    )
+
+
+def _triangulate(
+    meshed: np.ndarray, spacing: float, joints: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices and counter-clockwise triangles over `meshed`; ValueError if too few."""
+    mask = meshed
     # Keep the interior grid off the outline so slivers do not form against it.
     inside = ndimage.distance_transform_edt(meshed)
     gy, gx = np.mgrid[spacing / 2 : mask.shape[0] : spacing, spacing / 2 : mask.shape[1] : spacing]
@@ -202,7 +229,7 @@ def build_mesh(mask: np.ndarray, joints: np.ndarray, target_triangles: int = 400
     py = np.clip(np.round(probes[..., 1]).astype(int), 0, mask.shape[0] - 1)
     px = np.clip(np.round(probes[..., 0]).astype(int), 0, mask.shape[1] - 1)
     triangles = triangles[near[py[0], px[0]] & grown[py[1:], px[1:]].all(axis=0)]
-    triangles = triangles[_poseable(triangles, points, np.asarray(joints, dtype=np.float64))]
+    triangles = triangles[_poseable(triangles, points, joints)]
     # Renumber the vertices that triangles use.
     kept, triangles = np.unique(triangles, return_inverse=True)
     triangles = triangles.reshape(-1, 3).astype(np.int64)
@@ -211,18 +238,9 @@ def build_mesh(mask: np.ndarray, joints: np.ndarray, target_triangles: int = 400
     a, b, c = (vertices[triangles[:, k]] for k in range(3))
     flip = ((b - a)[:, 0] * (c - a)[:, 1] - (b - a)[:, 1] * (c - a)[:, 0]) < 0
     triangles[flip] = triangles[flip][:, [0, 2, 1]]
-    joints = np.asarray(joints, dtype=np.float64)
-    dist = _segment_distance(
-        vertices[triangles].mean(1), joints[PARENT_INDEX[_BONES]], joints[_BONES]
-    )
-    part = _BONE_PART[np.argmin(dist, axis=1)]
-    return Mesh(
-        vertices=vertices,
-        triangles=triangles,
-        part=part,
-        region=draw,
-        triangle_map=_triangle_map(mask.shape, vertices, triangles),
-    )
+    if len(triangles) < 2:
+        raise ValueError("too few triangles")
+    return vertices, triangles
 
 
 def barycentric(mesh: Mesh, points: np.ndarray, triangle: np.ndarray) -> np.ndarray:

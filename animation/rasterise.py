@@ -149,10 +149,7 @@ def outline_weights(mesh: Mesh) -> sparse.csr_matrix:
     outline cuts corners); of those only the pixel corners extreme in one of 16 directions
     within their triangle matter, since each triangle moves them affinely.
     """
-    region = mesh.region
-    padded = np.pad(region, 1)
-    edge = region & ~(padded[:-2, 1:-1] & padded[2:, 1:-1] & padded[1:-1, :-2] & padded[1:-1, 2:])
-    ys, xs = np.nonzero(edge)
+    ys, xs = np.nonzero(mesh.region)
     triangle = mesh.triangle_map[ys, xs]
     centres = np.column_stack([xs, ys]).astype(np.float64)
     outside = barycentric(mesh, centres, triangle).min(axis=1) < 0
@@ -213,6 +210,10 @@ def rasterise(
     p = samples.weights @ v  # (S, 2F)
     p += 0.5
     np.floor(p, out=p)  # nearest pixel
+    # The camera keeps every sample inside; clipping guards the pathological rig (a mesh
+    # far smaller than its skeleton) against writing outside the frame.
+    np.clip(p[:, :frames], 0, width - 1, out=p[:, :frames])
+    np.clip(p[:, frames:], 0, height - 1, out=p[:, frames:])
     # Flat index y * width + x + frame * width * height, exact in float32 below 2**24.
     if out.size >= 1 << 24:
         raise ValueError(f"rasterise at most {(1 << 24) // (width * height)} frames at a time")

@@ -68,6 +68,8 @@ def build_rig(character: Character, timings: dict[str, float] | None = None) -> 
     """Mesh, joint binding and the factorised ARAP systems: once per character."""
     clock = _Clock(timings)
     joints = character.skeleton.rest
+    if np.ptp(joints, axis=0).max() < 2:
+        raise ValueError("the skeleton's joints all sit on one point")
     mesh = build_mesh(character.mask, joints)
     palette, index = quantise_texture(character.texture, mesh.region)
     outline = outline_weights(mesh)

@@ -72,3 +72,39 @@ def test_blobs_are_bridged_so_the_mesh_is_one_piece():
     covered = _covered(mesh)
     assert covered[25, 50] and covered[100, 50]
     assert not mesh.region[48, 50]  # the bridge is meshed but not drawn
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["one_pixel_line", "dot", "stripes"],
+)
+def test_awkward_masks_still_rig_and_render_inside_the_frame(shape):
+    from animation.character import Character
+    from animation.render import RenderOptions, build_rig, render_joints
+    from animation.skeleton import Skeleton
+
+    mask = np.zeros((100, 100), bool)
+    if shape == "one_pixel_line":
+        mask[50, 10:90] = True
+    elif shape == "dot":
+        mask[48:51, 48:51] = True
+    else:
+        mask[10:90:2, 10:90] = True
+    texture = np.full((100, 100, 4), 200, np.uint8)
+    joints = np.random.default_rng(0).uniform(10, 90, (16, 2))
+    r = build_rig(Character(texture, mask, Skeleton(joints)))
+    assert len(r.mesh.triangles) >= 2
+    gif = render_joints(r, np.stack([joints, joints + 5]), np.array([5, 5]), RenderOptions(size=64))
+    assert gif.startswith(b"GIF89a")
+
+
+def test_a_skeleton_on_one_point_is_refused():
+    from animation.character import Character
+    from animation.render import build_rig
+    from animation.skeleton import Skeleton
+
+    mask = np.zeros((50, 50), bool)
+    mask[10:40, 10:40] = True
+    texture = np.zeros((50, 50, 4), np.uint8)
+    with pytest.raises(ValueError, match="one point"):
+        build_rig(Character(texture, mask, Skeleton(np.full((16, 2), 25.0))))
