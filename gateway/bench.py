@@ -32,14 +32,15 @@ SAMPLE = Path(__file__).resolve().parent / "sample_drawing.jpg"
 SAMPLE_LABELS = SAMPLE.with_suffix(".json")
 TARGET_P50_S = 1.5
 TARGET_HEALTH_P99_S = 0.050
-_variant = count(1)
+_rng = np.random.default_rng()
 
 
 def unique_drawing(pixels: np.ndarray) -> bytes:
-    """The sample with one pixel nudged: a new content hash, the same drawing."""
-    n = next(_variant)
+    """The sample with a few random pixels nudged: a new content hash, the same drawing."""
     varied = pixels.copy()
-    varied[n % varied.shape[0], (n // varied.shape[0]) % varied.shape[1]] ^= 1
+    rows = _rng.integers(0, varied.shape[0], 4)
+    cols = _rng.integers(0, varied.shape[1], 4)
+    varied[rows, cols] ^= 1
     buf = io.BytesIO()
     Image.fromarray(varied).save(buf, "PNG", compress_level=1)
     return buf.getvalue()

@@ -46,9 +46,15 @@ def serve(sock: socket.socket) -> None:
             send_frame(sock, ("err", RuntimeError(repr(reply[1]))))
 
 
+# Renders yield the CPU to the gateway's own process: its event loop answers /health and
+# moves bytes in a few milliseconds, which it cannot do while waiting for a core.
+NICENESS = 5
+
+
 def main() -> None:
     # Ctrl-C reaches the whole process group; the gateway decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(NICENESS)
     _die_with_parent()
     sock = socket.socket(fileno=int(sys.argv[1]))
     sock.setblocking(True)  # the gateway's end is non-blocking under gevent; this one waits
