@@ -9,9 +9,9 @@ level reports requests, errors by status, throughput, latency percentiles and th
 p99 (the liveness probe must stay fast while every core renders).
 
 The gateway answers a repeated drawing from storage (keys are the image's content hash and
-the options), so each request carries a unique drawing: a counter written into the least
-significant bits of the first pixels of the top row, invisible to the models and the
-segmentation, re-encoded as PNG. `--no-vary` sends the images unchanged (the cached path).
+the options), so each request carries a unique file: a counter in a PNG tEXt chunk or a
+JPEG comment, which changes the bytes and not one pixel, so every request costs a full
+render of the same drawing. `--no-vary` sends the images unchanged (the cached path).
 
 Efficiency: when the service runs on this machine, the CPU time of its processes (the ones
 listening on the gateway and TorchServe ports, and their children, or `--pids` /
@@ -28,9 +28,11 @@ import io
 import json
 import os
 import re
+import struct
 import sys
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -45,16 +47,17 @@ from PIL import Image
 HEALTH_INTERVAL_S = 0.1
 REQUEST_TIMEOUT_S = 120.0
 TORCHSERVE_PORTS = (8080, 8081)
-# Bits of the request counter hidden in the image: 2**24 distinct drawings per run.
-COUNTER_BITS = 24
 
 
 class VariedDrawings:
-    """Hands out PNG bodies, each a drawing from the pool made unique by a hidden counter."""
+    """Hands out the drawings in turn, each made unique by a counter in its metadata.
+
+    PNG gets a tEXt chunk, JPEG a comment segment: the bytes (and so the storage key)
+    differ per request while the pixels, and so the work, stay exactly the same.
+    """
 
     def __init__(self, images: Sequence[Path], vary: bool = True) -> None:
-        self._raw = [p.read_bytes() for p in images]
-        self._pixels = [np.array(Image.open(io.BytesIO(b)).convert("RGB")) for b in self._raw]
+        self._raw = [_png_or_jpeg(p.read_bytes()) for p in images]
         self._vary = vary
         self._count = 0
         self._lock = threading.Lock()
@@ -63,24 +66,41 @@ class VariedDrawings:
         with self._lock:
             n = self._count
             self._count += 1
-        index = n % len(self._raw)
+        body = self._raw[n % len(self._raw)]
+        media_type = "image/png" if body.startswith(PNG_SIGNATURE) else "image/jpeg"
         if not self._vary:
-            return self._raw[index], _media_type(self._raw[index])
-        pixels = self._pixels[index].copy()
-        row = pixels[0, :COUNTER_BITS, 0]
-        bits = (n >> np.arange(COUNTER_BITS)) & 1
-        pixels[0, : row.size, 0] = (row & 0xFE) | bits[: row.size].astype(np.uint8)
-        out = io.BytesIO()
-        Image.fromarray(pixels).save(out, format="PNG", compress_level=1)
-        return out.getvalue(), "image/png"
+            return body, media_type
+        tag = f"loadtest request {n}".encode()
+        if media_type == "image/png":
+            return with_png_text(body, tag), media_type
+        return with_jpeg_comment(body, tag), media_type
 
 
-def _media_type(body: bytes) -> str:
-    if body.startswith(b"\x89PNG"):
-        return "image/png"
-    if body.startswith(b"\xff\xd8"):
-        return "image/jpeg"
-    return "image/webp"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_or_jpeg(data: bytes) -> bytes:
+    """The file itself when PNG or JPEG; anything else Pillow reads, as PNG."""
+    if data.startswith((PNG_SIGNATURE, b"\xff\xd8")):
+        return data
+    out = io.BytesIO()
+    Image.open(io.BytesIO(data)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def with_png_text(png: bytes, text: bytes) -> bytes:
+    """`png` with a tEXt chunk right after IHDR (signature 8 bytes + IHDR chunk 25)."""
+    body = b"tEXt" + b"Comment\0" + text
+    chunk = struct.pack(">I", len(body) - 4) + body + struct.pack(">I", zlib.crc32(body))
+    return png[:33] + chunk + png[33:]
+
+
+def with_jpeg_comment(jpeg: bytes, text: bytes) -> bytes:
+    """`jpeg` with a COM segment after its APPn segments (EXIF stays where readers look)."""
+    at = 2
+    while jpeg[at] == 0xFF and 0xE0 <= jpeg[at + 1] <= 0xEF:
+        at += 2 + struct.unpack(">H", jpeg[at + 2 : at + 4])[0]
+    return jpeg[:at] + b"\xff\xfe" + struct.pack(">H", len(text) + 2) + text + jpeg[at:]
 
 
 @dataclass
