@@ -123,9 +123,16 @@ def test_unsupported_media_type(gateway):
 
 def test_blank_page_has_no_character(gateway):
     blank = encode(drawing(31).image * 0 + 235)  # an empty sheet of paper
+    assert_error(post(gateway.url, blank), 422, "no_character_detected")  # the detector's verdict
+    # Given a box and joints, the models are skipped; segmentation finds nothing either.
     assert_error(post(gateway.url, blank, {"bbox": "[20, 20, 300, 400]",
                                            "keypoints": json.dumps(labels(31)["keypoints"])}),
                  422, "no_character_detected")  # fmt: skip
+
+
+def test_no_pose_in_an_empty_box(gateway):
+    blank = encode(drawing(31).image * 0 + 235)
+    assert_error(post(gateway.url, blank, {"bbox": "[20, 20, 300, 400]"}), 422, "pose_not_found")
 
 
 def test_unknown_routes_and_methods_are_json(gateway):

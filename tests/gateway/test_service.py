@@ -58,11 +58,22 @@ def test_health_ready_and_motions(gateway):
         assert motion["frames"] == min(150, round(motion["duration_s"] * 15))
 
 
-def test_raw_photo_through_both_models_then_from_storage(gateway):
+def model_calls(torchserve_server) -> dict[str, float]:
+    """TorchServe's own count of inference requests per model."""
+    text = requests.get(f"{torchserve_server.metrics_url}/metrics", timeout=5).text
+    found = re.findall(r'ts_inference_requests_total\{model_name="(\w+)".*\} ([0-9.]+)', text)
+    return {name: float(count) for name, count in found}
+
+
+def test_raw_photo_through_both_models_then_from_storage(gateway, torchserve_server):
     photo = encode(drawing(21).image, "JPEG", quality=90)
+    before = model_calls(torchserve_server)
     first = requests.post(f"{gateway.url}/animate", data=photo,
                           headers={"Content-Type": "image/jpeg"}, timeout=60)  # fmt: skip
     assert first.status_code == 200, first.text
+    after = model_calls(torchserve_server)
+    for model in ("drawn_humanoid_detector", "drawn_humanoid_pose_estimator"):
+        assert after[model] - before.get(model, 0) == 1  # once per request, not per motion
     urls = first.json()
     assert list(urls) == DEFAULT_MOTIONS
     assert re.fullmatch(r"[0-9a-f]{32}", first.headers["X-Request-ID"])
