@@ -145,9 +145,9 @@ def stretch_levels(mesh: Mesh, vertices: np.ndarray) -> np.ndarray:
 def outline_weights(mesh: Mesh) -> sparse.csr_matrix:
     """(P, N): points whose extent, in any pose, is the drawn figure's extent.
 
-    The mesh vertices, plus the drawn pixels that stick out of every triangle (the mesh
-    outline cuts corners); of those only the pixel corners extreme in one of 16 directions
-    within their triangle matter, since each triangle moves them affinely.
+    The mesh vertices (which bound every sample inside a triangle), plus the corners of
+    the drawn pixels that stick out of every triangle (the mesh outline cuts corners),
+    reduced to their convex hull per triangle.
     """
     ys, xs = np.nonzero(mesh.region)
     triangle = mesh.triangle_map[ys, xs]
@@ -156,17 +156,20 @@ def outline_weights(mesh: Mesh) -> sparse.csr_matrix:
     offsets = np.array([[-0.5, -0.5], [0.5, -0.5], [-0.5, 0.5], [0.5, 0.5]])
     corners = (centres[outside, None, :] + offsets).reshape(-1, 2)
     corner_tri = np.repeat(triangle[outside], 4)
-    keep = []
-    if len(corners):
-        for angle in np.linspace(0, np.pi, 8, endpoint=False):
-            proj = corners @ [np.cos(angle), np.sin(angle)]
-            order = np.lexsort((proj, corner_tri))
-            tri_sorted = corner_tri[order]
-            first = np.r_[True, tri_sorted[1:] != tri_sorted[:-1]]
-            last = np.r_[tri_sorted[1:] != tri_sorted[:-1], True]
-            keep += [order[first], order[last]]
-        chosen = np.unique(np.concatenate(keep))
-        corners, corner_tri = corners[chosen], corner_tri[chosen]
+    # Each triangle moves its fringe affinely, and an affine map keeps convex hulls: the
+    # hull of a triangle's pixel corners bounds its samples in every pose.
+    hulls, hull_tri = [], []
+    order = np.argsort(corner_tri, kind="stable")
+    corners, corner_tri = corners[order], corner_tri[order]
+    bounds = np.r_[np.flatnonzero(np.diff(corner_tri)) + 1, len(corners)]
+    for start, stop in zip(np.r_[0, bounds[:-1]], bounds, strict=True):
+        if start == stop:  # no pixel sticks out anywhere
+            continue
+        hull = cv2.convexHull(corners[start:stop].astype(np.float32))[:, 0, :]
+        hulls.append(hull.astype(np.float64))
+        hull_tri.append(np.full(len(hull), corner_tri[start]))
+    if hulls:
+        corners, corner_tri = np.concatenate(hulls), np.concatenate(hull_tri)
     bary = barycentric(mesh, corners, corner_tri)
     n = len(corners)
     fringe = sparse.csr_matrix(
@@ -210,16 +213,15 @@ def rasterise(
     p = samples.weights @ v  # (S, 2F)
     p += 0.5
     np.floor(p, out=p)  # nearest pixel
-    # The camera keeps every sample inside; clipping guards the pathological rig (a mesh
-    # far smaller than its skeleton) against writing outside the frame.
-    np.clip(p[:, :frames], 0, width - 1, out=p[:, :frames])
-    np.clip(p[:, frames:], 0, height - 1, out=p[:, frames:])
     # Flat index y * width + x + frame * width * height, exact in float32 below 2**24.
     if out.size >= 1 << 24:
         raise ValueError(f"rasterise at most {(1 << 24) // (width * height)} frames at a time")
     index = p[:, frames:] * np.float32(width)
     index += p[:, :frames]
     index += (np.arange(frames, dtype=np.float32) * (width * height))[None, :]
+    # The camera keeps every sample inside its frame (`outline_weights`); this one pass over
+    # a contiguous array only guarantees no write lands outside the chunk.
+    np.clip(index, 0, out.size - 1, out=index)
     # Within one frame the writes go in sample order, so later parts paint over earlier ones.
     out.reshape(-1)[index.astype(np.intp)] = samples.colour_columns(frames)
     return out
