@@ -22,8 +22,15 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check animation gateway torchserve tests bvh
 
 # --- model archives (torchserve/) -------------------------------------------
-models: $(STAMP)
-	@echo "models: not built yet"
+# Each archive is rebuilt when its handler, the model code or its weights change.
+ARCHIVE_CODE := torchserve/__init__.py torchserve/build_archives.py \
+	$(wildcard torchserve/handlers/*.py torchserve/model/*.py)
+models: $(MODEL_STORE)/drawn_humanoid_detector.mar $(MODEL_STORE)/drawn_humanoid_pose_estimator.mar
+
+$(MODEL_STORE)/drawn_humanoid_detector.mar: torchserve/weights/detector.pt
+$(MODEL_STORE)/drawn_humanoid_pose_estimator.mar: torchserve/weights/pose.pt
+$(MODEL_STORE)/%.mar: $(ARCHIVE_CODE) | $(STAMP)
+	$(BIN)/python -m torchserve.build_archives --model-store $(@D) $*
 
 # --- system packages the tests need (apt, root only) ------------------------
 # Ceph's radosgw (+ a monitor and an OSD) lets tests/security check real S3 signatures.
