@@ -77,12 +77,12 @@ def texture_samples(
     level_map[ys, xs] = pixel_level
     parts = []
     for level in np.unique(pixel_level):
-        # Each lattice reaches one pixel into its neighbours' ground, so no gap opens along
-        # the seam between two densities.
+        # A denser lattice reaches one pixel into sparser ground, so no gap opens along the
+        # seam where the sparser lattice's last points fall short of it.
         own = level_map == level
-        if pixel_level.max() > pixel_level.min():
-            own = cv2.dilate(own.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
-            own &= mesh.region
+        if level > pixel_level.min():
+            grown = cv2.dilate(own.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+            own |= grown & (level_map >= 0) & (level_map < level)
         sel = own[ys, xs]
         parts.append(_lattice(own, ys[sel], xs[sel], spacing / np.sqrt(2.0) ** level))
     px, py, points = (np.concatenate(a) for a in zip(*parts, strict=True))
