@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from tests.support.gateway_server import GatewayServer
+from tests.support.gateway_server import GatewayServer, run_gateway
 
 
 @pytest.fixture(scope="session")
@@ -16,13 +18,9 @@ def model_env(torchserve_server) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def gateway(model_env, tmp_path_factory) -> GatewayServer:
+def gateway(model_env, tmp_path_factory) -> Iterator[GatewayServer]:
     """The default set-up of `make run`: local-folder storage, two render workers."""
     storage = tmp_path_factory.mktemp("animations")
-    server = GatewayServer({**model_env, "STORAGE_URL": f"file://{storage}", "RENDER_WORKERS": "2"})
-    try:
-        server.start()
-        server.wait_ready()
+    env = {**model_env, "STORAGE_URL": f"file://{storage}", "RENDER_WORKERS": "2"}
+    with run_gateway(env, ready=True) as server:
         yield server
-    finally:
-        server.stop()

@@ -7,32 +7,19 @@ import json
 import socket
 import time
 import uuid
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
 
-from tests.gateway.images import drawing, encode
+from tests.gateway.images import drawing, encode, png_claiming
 from tests.gateway.test_service import assert_error, labels
-from tests.support.gateway_server import GatewayServer
+from tests.support.gateway_server import GatewayServer, run_gateway
 from tests.support.s3 import free_port
 
 pytestmark = pytest.mark.integration
 API_KEY = "test-key-" + uuid.uuid4().hex
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
-
-
-def png_claiming(width: int, height: int) -> bytes:
-    """A tiny PNG whose header claims `width` x `height` pixels (a decompression bomb)."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (
-            len(data).to_bytes(4, "big") + kind + data + zlib.crc32(kind + data).to_bytes(4, "big")
-        )
-
-    ihdr = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64))
 
 
 @pytest.fixture(scope="module")
@@ -68,16 +55,12 @@ def broken(tmp_path_factory, black_hole, s3_server):
         "MAX_QUEUE": "1",
         "API_KEY": API_KEY,
     }
-    server = GatewayServer(env, workers=2)
-    try:
-        server.start()
+    with run_gateway(env, workers=2) as server:
         # Not ready (nothing it needs is up), but its render workers warm up all the same.
         deadline = time.monotonic() + 60
         while any("render workers" in m for m in _missing(server)) and time.monotonic() < deadline:
             time.sleep(0.2)
         yield server
-    finally:
-        server.stop()
 
 
 def _missing(server: GatewayServer) -> list[str]:

@@ -13,7 +13,7 @@ import requests
 
 from tests.gateway.images import drawing, encode
 from tests.gateway.test_service import fetch_gif, labels, stages
-from tests.support.gateway_server import GatewayServer
+from tests.support.gateway_server import run_gateway
 
 pytestmark = pytest.mark.integration
 
@@ -56,13 +56,8 @@ def s3_gateway(model_env, s3_server):
     s3_server.create_bucket(bucket)
     env = {**model_env, **s3_server.env, "STORAGE_URL": f"s3://{bucket}/animations",
            "RENDER_WORKERS": "2", "PRESIGN_EXPIRY_S": "600"}  # fmt: skip
-    server = GatewayServer(env)
-    try:
-        server.start()
-        server.wait_ready()
+    with run_gateway(env, ready=True) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_s3_storage_presigned_urls_resolve_and_repeat_is_served_from_the_bucket(

@@ -1,5 +1,4 @@
 import io
-import zlib
 
 import numpy as np
 import pytest
@@ -7,7 +6,7 @@ from PIL import Image
 
 from gateway.errors import ImageTooLarge, InvalidImage
 from gateway.preprocess import crop_box, decode_for_models, probe_image, to_rgb
-from tests.gateway.images import drawing, encode
+from tests.gateway.images import drawing, encode, png_claiming
 
 LIMIT = 40_000_000
 
@@ -87,25 +86,13 @@ def test_palette_with_transparency():
     )
 
 
-def _png_header_only(width: int, height: int) -> bytes:
-    """A PNG that claims a huge size: the check must refuse it from the header alone."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (
-            len(data).to_bytes(4, "big") + kind + data + zlib.crc32(kind + data).to_bytes(4, "big")
-        )
-
-    ihdr = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 10))
-
-
 def test_pixel_limit_is_checked_from_the_header():
-    bomb = _png_header_only(30000, 30000)
+    bomb = png_claiming(30000, 30000)
     with pytest.raises(ImageTooLarge):
         probe_image(bomb, LIMIT)
     with pytest.raises(ImageTooLarge):
         decode_for_models(bomb, LIMIT, 1000)
-    assert probe_image(_png_header_only(100, 100), LIMIT).width == 100
+    assert probe_image(png_claiming(100, 100), LIMIT).width == 100
 
 
 @pytest.mark.parametrize(

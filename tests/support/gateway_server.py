@@ -112,26 +112,21 @@ def start_gateway(
 
 
 @contextmanager
-def run_gateway(
-    env: dict[str, str | None], workers: int = 1, timeout: float = 60.0
-) -> Iterator[GatewayServer]:
-    server = GatewayServer(env, workers)
-    try:
-        yield server.start(timeout)
-    finally:
-        server.stop()
-        server.log_path.unlink(missing_ok=True)
+def gateways() -> Iterator[Callable[..., GatewayServer]]:
+    """`start(env, workers=1, ready=False)` for the block; every gateway stops when it ends.
 
-
-@pytest.fixture
-def gateway_factory() -> Iterator[Callable[..., GatewayServer]]:
-    """`gateway_factory(env, workers=1)` starts a gateway; all are stopped after the test."""
+    For fixtures of any scope: `with gateways() as start: yield start`.
+    """
     started: list[GatewayServer] = []
 
-    def start(env: dict[str, str | None], workers: int = 1, timeout: float = 60.0) -> GatewayServer:
+    def start(env: dict[str, str | None], workers: int = 1, ready: bool = False,
+              timeout: float = 60.0) -> GatewayServer:  # fmt: skip
         server = GatewayServer(env, workers)
         started.append(server)
-        return server.start(timeout)
+        server.start(timeout)
+        if ready:
+            server.wait_ready(timeout)
+        return server
 
     try:
         yield start
@@ -139,3 +134,19 @@ def gateway_factory() -> Iterator[Callable[..., GatewayServer]]:
         for server in started:
             server.stop()
             server.log_path.unlink(missing_ok=True)
+
+
+@contextmanager
+def run_gateway(
+    env: dict[str, str | None], workers: int = 1, ready: bool = False, timeout: float = 60.0
+) -> Iterator[GatewayServer]:
+    """One gateway for the block (waiting for /ready too with `ready=True`)."""
+    with gateways() as start:
+        yield start(env, workers, ready, timeout)
+
+
+@pytest.fixture
+def gateway_factory() -> Iterator[Callable[..., GatewayServer]]:
+    """`gateway_factory(env, workers=1, ready=False)`; all are stopped after the test."""
+    with gateways() as start:
+        yield start
