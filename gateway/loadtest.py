@@ -16,9 +16,10 @@ render of the same drawing. `--no-vary` sends the images unchanged (the cached p
 Efficiency: when the service runs on this machine, the CPU time of its processes (the ones
 listening on the gateway and TorchServe ports, and their children, or `--pids` /
 `--process-pattern`) is measured per level. The machine's limit is
-`cores / CPU-seconds per request`, with the cost per request taken at the lowest
-concurrency level (one request on an otherwise idle service), and the efficiency is the best
-throughput over that limit: 1.0 means every core did nothing but useful rendering.
+`cores / CPU-seconds per request`, with the cost per request measured at saturation (the
+level with the best throughput), and the efficiency is that throughput over the limit: the
+share of the cores the service kept busy serving requests. Other work on the machine takes
+cores away from it, so the table also prints how many cores everything else used.
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ class Level:
     statuses: Counter = field(default_factory=Counter)
     health_ms: list[float] = field(default_factory=list)
     elapsed_s: float = 0.0
-    cpu_s: float | None = None
+    cpu_s: float | None = None  # the service's processes
+    machine_cpu_s: float = 0.0  # every process on the machine, the load test's included
 
     @property
     def successes(self) -> int:
@@ -297,6 +299,7 @@ class LoadTest:
                     stop.wait(max(0.0, HEALTH_INTERVAL_S - (time.perf_counter() - start)))
 
         before = self.cpu.snapshot() if self.cpu else None
+        machine_before = machine_busy_s()
         start = time.perf_counter()
         threads = [threading.Thread(target=client, daemon=True) for _ in range(concurrency)]
         health = threading.Thread(target=pinger, daemon=True)
@@ -306,6 +309,7 @@ class LoadTest:
             t.join()
         # Requests started before the deadline finish; the level lasts until the last one.
         level.elapsed_s = time.perf_counter() - start
+        level.machine_cpu_s = machine_busy_s() - machine_before
         if self.cpu:
             level.cpu_s = ServiceCPU.spent(before, self.cpu.snapshot())
         stop.set()
@@ -318,39 +322,58 @@ class LoadTest:
                 self.post(session)
 
 
+def machine_busy_s() -> float:
+    """CPU seconds every core of the machine has spent on anything but idling, so far."""
+    t = psutil.cpu_times()
+    return sum(
+        getattr(t, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal")
+    )
+
+
+def saturation(levels: Sequence[Level]) -> Level | None:
+    """The level with the best throughput."""
+    return max(levels, key=lambda lv: lv.throughput_rps, default=None)
+
+
 def report(levels: Sequence[Level], cores: float) -> dict:
-    """The JSON document: per-level figures, the machine's limit and the efficiency."""
-    measured = [lv for lv in levels if lv.cpu_s_per_request]
-    cost = min(measured, key=lambda lv: lv.concurrency).cpu_s_per_request if measured else None
+    """The JSON document: per-level figures, the machine's limit and the efficiency.
+
+    The limit uses the CPU cost per request measured at saturation itself, so the
+    efficiency is the share of the cores the service kept busy with requests there.
+    """
+    best = saturation(levels)
+    cost = best.cpu_s_per_request if best else None
     limit = cores / cost if cost else None
-    best = max((lv.throughput_rps for lv in levels), default=0.0)
     return {
         "levels": [lv.summary() for lv in levels],
         "cpu_limit_rps": _round(limit),
-        "efficiency": _round(best / limit) if limit else None,
+        "efficiency": _round(best.throughput_rps / limit) if limit else None,
     }
 
 
 def print_table(levels: Sequence[Level], result: dict, cores: float, out=sys.stdout) -> None:
     print(
         f"{'conc':>4} {'reqs':>5} {'errors':>14} {'rps':>7} {'p50 s':>7} {'p95 s':>7} "
-        f"{'p99 s':>7} {'health p99 ms':>13} {'cpu s/req':>9}",
+        f"{'p99 s':>7} {'health p99 ms':>13} {'cpu s/req':>9} {'others cores':>12}",
         file=out,
     )
     for lv, row in zip(levels, result["levels"], strict=True):
         lat = row["latency_s"]
         errors = ",".join(f"{k}:{v}" for k, v in row["errors"].items()) or "0"
         cost = lv.cpu_s_per_request
+        # What everything else on the machine (other jobs, this load test) kept busy.
+        others = (lv.machine_cpu_s - (lv.cpu_s or 0.0)) / lv.elapsed_s if lv.elapsed_s else None
         print(
             f"{lv.concurrency:>4} {row['requests']:>5} {errors:>14} {row['throughput_rps']:>7.3f} "
             f"{_fmt(lat['p50'])} {_fmt(lat['p95'])} {_fmt(lat['p99'])} "
-            f"{_fmt(row['health_p99_ms'], 13, 1)} {_fmt(cost, 9)}",
+            f"{_fmt(row['health_p99_ms'], 13, 1)} {_fmt(cost, 9)} {_fmt(others, 12, 2)}",
             file=out,
         )
     if result["cpu_limit_rps"]:
         print(
             f"machine limit: {cores:g} cores / {cores / result['cpu_limit_rps']:.3f} CPU-s per "
-            f"request = {result['cpu_limit_rps']:.3f} rps; efficiency {result['efficiency']:.3f}",
+            f"request at saturation (concurrency {saturation(levels).concurrency}) = "
+            f"{result['cpu_limit_rps']:.3f} rps; efficiency {result['efficiency']:.3f}",
             file=out,
         )
     else:
