@@ -54,9 +54,9 @@ class StageTimer:
         return {name: round(s * 1000, 1) for name, s in self.stages.items()}
 
 
-def _in_parallel(calls: list, *args: object) -> list:
-    """Run each `call(*args)` in its own greenlet (I/O waits overlap); raise the first error."""
-    jobs = [gevent.spawn(call, *args) for call in calls]
+def _each_in_parallel(fn, arg_lists: list[tuple]) -> list:
+    """`fn(*args)` for each args in its own greenlet (the I/O waits overlap); first error wins."""
+    jobs = [gevent.spawn(fn, *args) for args in arg_lists]
     try:
         gevent.joinall(jobs, raise_error=True)
     except BaseException:
@@ -93,11 +93,8 @@ class AnimationPipeline:
         image_sha = hashlib.sha256(job.image).hexdigest()
         keys = {m: animation_key(image_sha, options.render_fields(), m) for m in options.motions}
         with timer.stage("lookup"):
-            found = _in_parallel(
-                [
-                    lambda k=k: self._storage_call("lookup", self.storage.exists, k)
-                    for k in keys.values()
-                ]
+            found = _each_in_parallel(
+                self._storage_call, [("lookup", self.storage.exists, k) for k in keys.values()]
             )
         missing = [m for m, hit in zip(keys, found, strict=True) if not hit]
         if not missing:
@@ -105,16 +102,21 @@ class AnimationPipeline:
         else:
             gifs = self._render(job, missing, timer, client)
             with timer.stage("upload"):
-                _in_parallel(
-                    [
-                        lambda m=m: self._storage_call("upload", self.storage.put, keys[m], gifs[m])
-                        for m in missing
-                    ]
+                _each_in_parallel(
+                    self._storage_call,
+                    [("upload", self.storage.put, keys[m], gifs[m]) for m in missing],
                 )
         # Only now, with every object stored, are URLs handed out.
         return {m: self.storage.url(keys[m], host_url) for m in options.motions}
 
     def _render(self, job: AnimateRequest, motions: list[str], timer: StageTimer, client) -> dict:
+        crop, keypoints = self._figure(job, timer, client)
+        return self._animate(crop, keypoints, motions, job.options, timer, client)
+
+    def _figure(
+        self, job: AnimateRequest, timer: StageTimer, client
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The figure's crop (RGB, model scale) and its 17 keypoints in the crop's pixels."""
         cfg, options = self.config, job.options
         with timer.stage("decode"):
             image = self.pool.map(
@@ -145,7 +147,12 @@ class AnimationPipeline:
         else:
             with timer.stage("pose"):
                 keypoints = self.models.pose(encode_jpeg(crop))[:, :2]
+        return crop, keypoints
 
+    def _animate(
+        self, crop, keypoints, motions: list[str], options, timer: StageTimer, client
+    ) -> dict:
+        """GIF bytes per motion, the motions shared out over the idle render workers."""
         chunks = _split(motions, max(1, self.pool.idle))
         start = time.perf_counter()
         metrics.RENDER_WORKERS_BUSY.inc(len(chunks))
