@@ -33,6 +33,7 @@ import struct
 import sys
 import threading
 import time
+import uuid
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -60,6 +61,7 @@ class VariedDrawings:
     def __init__(self, images: Sequence[Path], vary: bool = True) -> None:
         self._raw = [_png_or_jpeg(p.read_bytes()) for p in images]
         self._vary = vary
+        self._run = uuid.uuid4().hex  # so that no earlier run's request is in storage either
         self._count = 0
         self._lock = threading.Lock()
 
@@ -71,7 +73,7 @@ class VariedDrawings:
         media_type = "image/png" if body.startswith(PNG_SIGNATURE) else "image/jpeg"
         if not self._vary:
             return body, media_type
-        tag = f"loadtest request {n}".encode()
+        tag = f"loadtest {self._run} request {n}".encode()
         if media_type == "image/png":
             return with_png_text(body, tag), media_type
         return with_jpeg_comment(body, tag), media_type

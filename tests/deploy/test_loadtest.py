@@ -103,9 +103,10 @@ def test_varied_drawings_differ_in_bytes_not_pixels(tmp_path, fmt):
     exif = Image.Exif()
     exif[0x0112] = 6  # the orientation tag must survive
     Image.effect_noise((40, 30), 60).convert("RGB").save(path, format=fmt, exif=exif)
-    drawings = loadtest.VariedDrawings([path])
+    drawings, again = loadtest.VariedDrawings([path]), loadtest.VariedDrawings([path])
     bodies = [drawings.next()[0] for _ in range(3)]
     assert len(set(bodies)) == 3
+    assert again.next()[0] not in bodies  # nor does a second run repeat the first
     original = Image.open(path)
     for body in bodies:
         varied = Image.open(io.BytesIO(body))
