@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 from scipy import ndimage
-from scipy.sparse import coo_matrix
+from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import Delaunay, QhullError
 
@@ -252,6 +252,22 @@ def barycentric(mesh: Mesh, points: np.ndarray, triangle: np.ndarray) -> np.ndar
     wb = (v2[:, 0] * v1[:, 1] - v2[:, 1] * v1[:, 0]) / det
     wc = (v0[:, 0] * v2[:, 1] - v0[:, 1] * v2[:, 0]) / det
     return np.column_stack([1.0 - wb - wc, wb, wc])
+
+
+def barycentric_matrix(
+    mesh: Mesh, points: np.ndarray, triangle: np.ndarray, dtype: type = np.float64
+) -> csr_matrix:
+    """(P, N) sparse: each point as the barycentric combination of its triangle's vertices,
+    so `matrix @ vertices` moves the points with any pose of the mesh."""
+    bary = barycentric(mesh, points, triangle)
+    return csr_matrix(
+        (
+            bary.ravel().astype(dtype),
+            mesh.triangles[triangle].ravel(),
+            np.arange(0, bary.size + 1, 3),
+        ),
+        shape=(len(points), len(mesh.vertices)),
+    )
 
 
 def joint_triangles(mesh: Mesh, joints: np.ndarray) -> np.ndarray:

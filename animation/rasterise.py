@@ -17,7 +17,7 @@ import numpy as np
 from PIL import Image
 from scipy import sparse
 
-from animation.mesh import Mesh, barycentric
+from animation.mesh import Mesh, barycentric, barycentric_matrix
 
 TRANSPARENT = 255  # palette index of the background; the texture gets the other 255
 MARGIN = 3  # output px kept clear around the figure's extent over the whole clip
@@ -90,16 +90,7 @@ def texture_samples(
     order = np.argsort(mesh.part[triangle], kind="stable")
     points, triangle, px, py = points[order], triangle[order], px[order], py[order]
     colour = index[py, px]
-    bary = barycentric(mesh, points, triangle)
-    n = len(points)
-    weights = sparse.csr_matrix(
-        (
-            bary.ravel().astype(np.float32),
-            mesh.triangles[triangle].ravel(),
-            np.arange(0, 3 * n + 1, 3),
-        ),
-        shape=(n, len(mesh.vertices)),
-    )
+    weights = barycentric_matrix(mesh, points, triangle, np.float32)
     return Samples(weights=weights, colour=colour, spacing=spacing)
 
 
@@ -170,12 +161,7 @@ def outline_weights(mesh: Mesh) -> sparse.csr_matrix:
         hull_tri.append(np.full(len(hull), corner_tri[start]))
     if hulls:
         corners, corner_tri = np.concatenate(hulls), np.concatenate(hull_tri)
-    bary = barycentric(mesh, corners, corner_tri)
-    n = len(corners)
-    fringe = sparse.csr_matrix(
-        (bary.ravel(), mesh.triangles[corner_tri].ravel(), np.arange(0, 3 * n + 1, 3)),
-        shape=(n, len(mesh.vertices)),
-    )
+    fringe = barycentric_matrix(mesh, corners, corner_tri)
     return sparse.vstack([sparse.identity(len(mesh.vertices), format="csr"), fringe], format="csr")
 
 

@@ -15,7 +15,7 @@ from scipy import sparse
 from animation.arap import ArapSolver, build_arap
 from animation.character import Character
 from animation.gif import InlineExecutor, encode_gif
-from animation.mesh import Mesh, barycentric, build_mesh, joint_triangles
+from animation.mesh import Mesh, barycentric_matrix, build_mesh, joint_triangles
 from animation.motions import Motion, load_motion
 from animation.rasterise import (
     SAMPLE_SPACING,
@@ -74,12 +74,7 @@ def build_rig(character: Character, timings: dict[str, float] | None = None) -> 
     palette, index = quantise_texture(character.texture, mesh.region)
     outline = outline_weights(mesh)
     clock.lap("mesh")
-    triangle = joint_triangles(mesh, joints)
-    bary = barycentric(mesh, joints, triangle)
-    handles = sparse.csr_matrix(
-        (bary.ravel(), mesh.triangles[triangle].ravel(), np.arange(0, bary.size + 1, 3)),
-        shape=(len(joints), len(mesh.vertices)),
-    )
+    handles = barycentric_matrix(mesh, joints, joint_triangles(mesh, joints))
     arap = build_arap(mesh.vertices, mesh.triangles, handles)
     clock.lap("arap_build")
     return Rig(
