@@ -20,6 +20,7 @@ def test_repo_config_serves_both_models_on_loopback_without_tokens():
         assert config[key].startswith("http://127.0.0.1:")
     assert config["grpc_inference_address"] == config["grpc_management_address"] == "127.0.0.1"
     assert config["disable_token_authorization"] == "true"
+    assert config["enable_envvars_config"] == "false"  # start.sh's TS_* variables stay out
     assert int(config["default_response_timeout"]) > 0
     assert config["load_models"].split(",") == [f"{name}.mar" for name in ARCHIVES]
     models = json.loads(config["models"])

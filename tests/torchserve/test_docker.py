@@ -74,5 +74,6 @@ def test_image_runs_as_a_numeric_non_root_user_with_the_repo_config():
     user = re.search(r"^USER (\d+)(?::(\d+))?$", final, flags=re.M)
     assert user and int(user.group(1)) != 0
     assert "COPY torchserve/config.properties" in final
+    assert 'echo "enable_envvars_config=true" >>' in final  # TS_INFERENCE_ADDRESS works
     assert '"--disable-token-auth"' in final and '"--foreground"' in final
     assert re.findall(r"^EXPOSE (.+)$", final, flags=re.M) == ["8080"]
