@@ -1,5 +1,5 @@
-"""Character + motion -> GIF: the rig is built once per character, then each motion is
-ARAP solves for all its frames at once, one camera for the whole clip, splats and LZW."""
+"""Character + motion -> GIF. The rig is built once per character; a motion then costs
+one ARAP solve for all its frames, one camera for the whole clip, texture splats and LZW."""
 
 from __future__ import annotations
 
@@ -93,6 +93,11 @@ def render_joints(
 
     Adds each stage's CPU seconds (summed over threads) to `timings`.
     """
+    joints = np.asarray(joints, dtype=np.float64)
+    if joints.ndim != 3 or joints.shape[1:] != rig.character.skeleton.rest.shape:
+        raise ValueError(f"joints must be (frames, 16, 2), got {joints.shape}")
+    if not np.isfinite(joints).all():
+        raise ValueError("joint positions must be finite")
     clock = _Clock(timings)
     vertices = rig.arap.solve(joints)  # (F, N, 2)
     frames = len(vertices)
