@@ -26,7 +26,7 @@ MARGIN = 3  # output px kept clear around the figure's extent over the whole cli
 # triangles a motion stretches more get denser lattices (`stretch_levels`). Measured over
 # the shipped motions, 0.75 needs the fewest samples in all.
 SAMPLE_SPACING = 0.75
-MAX_LEVEL = 6  # samples at most 8x denser than at rest (slivers can stretch without bound)
+MAX_LEVEL = 6  # lattice spacing at most 8x finer than at rest (slivers stretch without bound)
 
 
 def quantise_texture(texture: np.ndarray, region: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -36,9 +36,12 @@ def draw_character(
     u = height / 400.0  # every length below is for a 400 px tall crop
     width = int(round(300 * u))
     cx = width / 2
-    jitter = lambda scale: rng.uniform(-scale, scale) * u  # noqa: E731
+
+    def jitter(scale: float) -> float:  # in 400 px units, like the lengths it perturbs
+        return rng.uniform(-scale, scale)
+
     head_r = (38 + jitter(6)) * u
-    head = np.array([cx + jitter(5), 60 * u])
+    head = np.array([cx + jitter(5) * u, 60 * u])
     neck_y = head[1] + head_r + (10 * u if detached_head else -4 * u)
     hip_y = (225 + jitter(10)) * u
     shoulder_dx, hip_dx = (42 + jitter(5)) * u, (24 + jitter(4)) * u
