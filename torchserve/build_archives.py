@@ -54,12 +54,12 @@ def stage_code(into: Path) -> Path:
     return into
 
 
-def archiver_command() -> str:
-    """torch-model-archiver from the running interpreter's environment, else from PATH."""
-    beside = Path(sys.executable).with_name("torch-model-archiver")
-    found = str(beside) if beside.exists() else shutil.which("torch-model-archiver")
+def console_script(name: str) -> str:
+    """`name` installed beside the running interpreter (the venv's), else the one on PATH."""
+    beside = Path(sys.executable).with_name(name)
+    found = str(beside) if beside.exists() else shutil.which(name)
     if found is None:
-        raise FileNotFoundError("torch-model-archiver not found (pip install -e '.[model]')")
+        raise FileNotFoundError(f"{name} not found: pip install -e '.[model]'")
     return found
 
 
@@ -75,7 +75,7 @@ def build(archive: Archive, weights_dir: Path, model_store: Path) -> Path:
         export = scratch_dir / "export"
         export.mkdir()
         command = [
-            archiver_command(),
+            console_script("torch-model-archiver"),
             "--model-name",
             archive.name,
             "--version",

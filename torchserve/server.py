@@ -24,8 +24,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from torchserve.build_archives import console_script
 
 PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
@@ -91,7 +93,7 @@ class TorchServe:
     config: Path = DEFAULT_CONFIG
     model_store: Path = DEFAULT_MODEL_STORE
     state_dir: Path = DEFAULT_STATE_DIR
-    torchserve_bin: str = str(Path(sys.executable).with_name("torchserve"))
+    torchserve_bin: str = field(default_factory=lambda: console_script("torchserve"))
 
     def __post_init__(self) -> None:
         properties = read_properties(self.config)
