@@ -30,8 +30,9 @@ from animation.rasterise import (
 from animation.retarget import retarget
 from animation.timing import frame_schedule
 
-MAX_SIZE = 2048  # output px: a bound on memory, far above what a phone shows
-_CHUNK = 8  # frames rasterised together: bounds the (samples x frames) temporaries
+MAX_SIZE = 1024  # output px: bounds memory (~250 MB at 1024), far above what a phone shows
+_CHUNK = 8  # frames rasterised together, at most
+_CHUNK_BYTES = 32_000_000  # bound on one chunk's (samples x frames) temporaries, ~18 B each
 
 
 @dataclass(frozen=True)
@@ -112,10 +113,12 @@ def render_joints(
     levels = stretch_levels(rig.mesh, vertices)
     samples = texture_samples(rig.mesh, rig.index, SAMPLE_SPACING / camera.scale, levels)
     clock.lap("rasterise")
+    chunk_frames = int(np.clip(_CHUNK_BYTES // (18 * samples.weights.shape[0]), 1, _CHUNK))
 
     def draw(start: int) -> tuple[np.ndarray, float]:
         began = time.thread_time()
-        chunk = rasterise(samples, placed[start : start + _CHUNK], camera.width, camera.height)
+        stop = start + chunk_frames
+        chunk = rasterise(samples, placed[start:stop], camera.width, camera.height)
         return chunk, time.thread_time() - began
 
     # Rasterising and encoding are pipelined over chunks of frames, on one pool of threads
@@ -124,7 +127,7 @@ def render_joints(
         queued: deque[Future] = deque()
 
         def chunks() -> Iterator[np.ndarray]:
-            for start in range(0, frames, _CHUNK):
+            for start in range(0, frames, chunk_frames):
                 queued.append(pool.submit(draw, start))
                 if len(queued) > options.workers:
                     yield _collect(queued.popleft(), timings)
