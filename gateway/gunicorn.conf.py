@@ -24,10 +24,29 @@ keepalive = 5
 # Recycle workers now and then (slow leaks in native libraries), not all at once.
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "2000"))
 max_requests_jitter = max_requests // 10
-# The request log is the gateway's own JSON line; gunicorn's error log stays on stderr.
+# The request log is the gateway's own JSON line; gunicorn's own messages (boot, worker
+# exits, timeouts) go to stderr as JSON too, so one parser reads the whole stream.
 accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("LOG_LEVEL", "info").lower()
+logconfig_dict = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "gateway.logs.JsonFormatter"}},
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": "json",
+            "stream": "ext://sys.stderr",
+        }
+    },
+    "loggers": {
+        "gunicorn.error": {"handlers": ["stderr"], "level": loglevel.upper(), "propagate": False},
+        # Off: the gateway writes its own request line, with request id and stage timings.
+        "gunicorn.access": {"handlers": [], "level": "CRITICAL", "propagate": False},
+    },
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
+}
 proc_name = "drawn-animation-gateway"
 # gunicorn's control socket defaults to one path per user ($HOME/.gunicorn): several
 # gateways on one machine would fight over it, and a read-only root cannot hold it.
