@@ -18,7 +18,7 @@ import requests
 
 from tests.faults.fake_torchserve import FakeTorchServe
 from tests.support.drawings import drawing
-from tests.support.gateway_server import GatewayServer
+from tests.support.gateway_server import GatewayServer, run_gateway
 
 pytestmark = pytest.mark.integration
 MODEL_TIMEOUT_S = 1.0
@@ -56,12 +56,8 @@ def gateway_on_fake(fake_torchserve, tmp_path_factory) -> Iterator[GatewayServer
         "RENDER_WORKERS": "1",
         "API_KEY": None,
     }
-    server = GatewayServer(env)
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        server.log_path.unlink(missing_ok=True)
+    with run_gateway(env) as server:
+        yield server
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import requests
 
 from tests.faults.processes import render_workers, wait_until_rendering
 from tests.support.drawings import drawing, post_drawing
-from tests.support.gateway_server import GatewayServer
+from tests.support.gateway_server import GatewayServer, run_gateway
 from tests.support.s3 import MotoServer
 
 pytestmark = pytest.mark.integration
@@ -35,21 +35,16 @@ def moto() -> Iterator[MotoServer]:
 
 @pytest.fixture(scope="module")
 def gateway(moto, tmp_path_factory) -> Iterator[GatewayServer]:
-    server = GatewayServer(
-        {
-            **moto.env,
-            "STORAGE_URL": f"s3://{BUCKET}/animations",
-            "STORAGE_TIMEOUT_S": "3",
-            "TORCHSERVE_URL": "http://127.0.0.1:9",
-            "TORCHSERVE_MANAGEMENT_URL": "http://127.0.0.1:9",
-            "API_KEY": None,
-        }
-    )
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        server.log_path.unlink(missing_ok=True)
+    env = {
+        **moto.env,
+        "STORAGE_URL": f"s3://{BUCKET}/animations",
+        "STORAGE_TIMEOUT_S": "3",
+        "TORCHSERVE_URL": "http://127.0.0.1:9",
+        "TORCHSERVE_MANAGEMENT_URL": "http://127.0.0.1:9",
+        "API_KEY": None,
+    }
+    with run_gateway(env) as server:
+        yield server
 
 
 def assert_storage_unavailable(reply: requests.Response) -> None:

@@ -8,7 +8,7 @@ import pytest
 import requests
 
 from tests.support.drawings import drawing, post_drawing
-from tests.support.gateway_server import GatewayServer
+from tests.support.gateway_server import run_gateway
 from tests.support.offline_gateway import offline_env
 
 pytestmark = pytest.mark.integration
@@ -16,28 +16,10 @@ KEY = "k-" + secrets.token_urlsafe(24)
 
 
 @pytest.fixture(scope="module")
-def gateway(gateway_factory_module, tmp_path_factory):
-    return gateway_factory_module(
-        offline_env(tmp_path_factory.mktemp("gifs"), API_KEY=KEY, RENDER_WORKERS="1")
-    )
-
-
-@pytest.fixture(scope="module")
-def gateway_factory_module():
-    """gateway_factory for a whole module (the shared one is per test)."""
-    started = []
-
-    def start(env):
-        server = GatewayServer(env)
-        started.append(server)
-        return server.start()
-
-    try:
-        yield start
-    finally:
-        for server in started:
-            server.stop()
-            server.log_path.unlink(missing_ok=True)
+def gateway(tmp_path_factory):
+    env = offline_env(tmp_path_factory.mktemp("gifs"), API_KEY=KEY, RENDER_WORKERS="1")
+    with run_gateway(env) as server:
+        yield server
 
 
 @pytest.mark.parametrize("route", ["/animate", "/"])

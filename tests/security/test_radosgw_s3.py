@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from tests.support.drawings import drawing, post_drawing
-from tests.support.gateway_server import GatewayServer
+from tests.support.gateway_server import run_gateway
 
 pytestmark = pytest.mark.integration
 EXPIRY_S = 4
@@ -42,12 +42,8 @@ def bucket(radosgw_server) -> str:
 
 @pytest.fixture(scope="module")
 def gateway(radosgw_server, bucket):
-    server = GatewayServer(radosgw_env(radosgw_server, bucket))
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        server.log_path.unlink(missing_ok=True)
+    with run_gateway(radosgw_env(radosgw_server, bucket)) as server:
+        yield server
 
 
 def tamper_signature(url: str) -> str:
@@ -95,9 +91,8 @@ def test_tampered_unsigned_and_expired_urls_are_refused(gateway, bucket):
 
 def test_wrong_credentials_give_503_and_a_clear_log_line(radosgw_server, bucket):
     wrong_secret = "x" * 40
-    server = GatewayServer(radosgw_env(radosgw_server, bucket, AWS_SECRET_ACCESS_KEY=wrong_secret))
-    try:
-        server.start()
+    env = radosgw_env(radosgw_server, bucket, AWS_SECRET_ACCESS_KEY=wrong_secret)
+    with run_gateway(env) as server:
         ready = requests.get(f"{server.url}/ready", timeout=10)
         assert ready.status_code == 503
         reply = post_drawing(requests, server.url, drawing(), size=72, fps=5, motions="dab")
@@ -114,6 +109,3 @@ def test_wrong_credentials_give_503_and_a_clear_log_line(radosgw_server, bucket)
         assert any("403" in ln["message"] for ln in storage_lines), storage_lines
         for secret in (wrong_secret, radosgw_server.secret_key):
             assert secret not in server.log_text()
-    finally:
-        server.stop()
-        server.log_path.unlink(missing_ok=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gateway_server import GatewayServer
+from tests.support.gateway_server import GatewayServer, run_gateway
 from tests.support.s3 import free_port
 
 
@@ -37,11 +37,9 @@ def offline_gateway() -> Iterator[GatewayServer]:
     root = Path(tempfile.mkdtemp(prefix="offline-gateway-"))
     storage_dir, temp_dir = root / "gifs", root / "tmp"
     temp_dir.mkdir()
-    server = GatewayServer(offline_env(storage_dir, TMPDIR=str(temp_dir)))
-    server.storage_dir, server.temp_dir = storage_dir, temp_dir
     try:
-        yield server.start()
+        with run_gateway(offline_env(storage_dir, TMPDIR=str(temp_dir))) as server:
+            server.storage_dir, server.temp_dir = storage_dir, temp_dir
+            yield server
     finally:
-        server.stop()
-        server.log_path.unlink(missing_ok=True)
         shutil.rmtree(root, ignore_errors=True)
