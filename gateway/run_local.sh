@@ -15,7 +15,10 @@ export STORAGE_URL="${STORAGE_URL:-file://$repo/var/animations}"
 export TS_STATE_DIR="${TS_STATE_DIR:-$repo/var/torchserve}"
 url="http://${GUNICORN_BIND}"
 gunicorn_pid=""
+torchserve_started=""
 
+# Stops only what this script started: a TorchServe or gateway found running belongs to
+# someone else.
 stop_all() {
     trap - INT TERM EXIT
     if [[ -n "$gunicorn_pid" ]] && kill -0 "$gunicorn_pid" 2>/dev/null; then
@@ -23,8 +26,10 @@ stop_all() {
         kill -TERM "$gunicorn_pid" 2>/dev/null || true  # graceful: in-flight requests finish
         wait "$gunicorn_pid" 2>/dev/null || true
     fi
-    echo "stopping TorchServe..."
-    torchserve/stop.sh >/dev/null 2>&1 || true
+    if [[ -n "$torchserve_started" ]]; then
+        echo "stopping TorchServe..."
+        torchserve/stop.sh >/dev/null 2>&1 || true
+    fi
     echo "stopped."
 }
 trap stop_all EXIT
@@ -42,7 +47,9 @@ then
 fi
 
 echo "starting TorchServe (models load in a few seconds)..."
+# start.sh refuses to start over a running instance, and stops its own on a failed start.
 torchserve/start.sh
+torchserve_started=1
 
 echo "starting the gateway on $url ..."
 # Its own session: Ctrl-C reaches this script only, which then stops gunicorn gracefully.
