@@ -35,8 +35,11 @@ def test_render_writes_a_gif(tmp_path, capsys):
 def test_render_a_bvh_from_elsewhere_with_no_config(tmp_path):
     out = tmp_path / "ext.gif"
     argv = ["render", "--character", str(AD_CHARACTER), "--bvh", str(EXTERNAL_BVH)]
-    assert main([*argv, "--up", "z", "--out", str(out), "--size", "64"]) == 0
+    assert main([*argv, "--out", str(out), "--size", "64"]) == 0  # up axis detected
     assert Image.open(out).n_frames > 2
+    given = tmp_path / "given.gif"
+    assert main([*argv, "--up", "z", "--out", str(given), "--size", "64"]) == 0
+    assert given.read_bytes() == out.read_bytes()
 
 
 def test_motions_lists_the_table_as_json(capsys):
