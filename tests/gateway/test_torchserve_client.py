@@ -1,0 +1,125 @@
+"""The TorchServe client's reading of replies, against a small local HTTP server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from gateway.config import ModelRole
+from gateway.errors import ModelUnavailable, NoCharacterDetected, PoseNotFound
+from gateway.torchserve_client import TorchServeClient
+from tests.support.s3 import free_port
+
+KEYPOINTS = [[float(i), float(i), 0.9] for i in range(17)]
+
+
+class Replies:
+    """What the fake server answers per path: (status, JSON body)."""
+
+    def __init__(self) -> None:
+        self.by_path: dict[str, tuple[int, object]] = {}
+        self.seen: list[tuple[str, str]] = []
+
+
+@pytest.fixture
+def server():
+    replies = Replies()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            status, body = replies.by_path.get(self.path, (404, {"code": 404}))
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            self.rfile.read(int(self.headers["Content-Length"]))
+            replies.seen.append((self.path, self.headers["Content-Type"]))
+            self._answer()
+
+        do_GET = _answer  # noqa: N815
+
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    roles = {
+        "detector": ModelRole("detector", "det", url, url, min_score=0.3),
+        "pose": ModelRole("pose", "pose", url, url, min_score=0.2),
+    }
+    try:
+        yield replies, TorchServeClient(roles, timeout_s=2)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_best_box_above_the_minimum_score(server):
+    replies, client = server
+    replies.by_path["/predictions/det"] = (200, [{"bbox": [1, 2, 30, 40], "score": 0.9},
+                                                 {"bbox": [5, 5, 9, 9], "score": 0.5}])  # fmt: skip
+    assert client.detect(b"jpeg") == (1, 2, 30, 40)
+    assert replies.seen == [("/predictions/det", "image/jpeg")]
+    replies.by_path["/predictions/det"] = (200, [{"bbox": [1, 2, 30, 40], "score": 0.1}])
+    with pytest.raises(NoCharacterDetected):
+        client.detect(b"jpeg")
+    replies.by_path["/predictions/det"] = (200, [])
+    with pytest.raises(NoCharacterDetected):
+        client.detect(b"jpeg")
+
+
+def test_malformed_or_failed_replies_are_model_unavailable(server):
+    replies, client = server
+    for reply in [(200, [{"box": [1, 2, 3, 4]}]), (503, {"message": "Prediction failed"}),
+                  (404, {"message": "Model not found"})]:  # fmt: skip
+        replies.by_path["/predictions/det"] = reply
+        with pytest.raises(ModelUnavailable):
+            client.detect(b"jpeg")
+
+
+def test_pose_keypoints_and_confidence(server):
+    replies, client = server
+    replies.by_path["/predictions/pose"] = (200, [{"keypoints": KEYPOINTS}])
+    keypoints = client.pose(b"jpeg")
+    assert keypoints.shape == (17, 3) and np.allclose(keypoints[5], [5, 5, 0.9])
+    unsure = [[x, y, 0.05] for x, y, _ in KEYPOINTS]
+    for body in ([{"keypoints": unsure}], [{"keypoints": KEYPOINTS[:5]}], [], {"oops": 1}):
+        replies.by_path["/predictions/pose"] = (200, body)
+        with pytest.raises(PoseNotFound):
+            client.pose(b"jpeg")
+
+
+def test_readiness_needs_a_ready_worker_per_model(server):
+    replies, client = server
+    replies.by_path["/models/det"] = (200, [{"modelName": "det", "workers": [{"status": "READY"}]}])
+    replies.by_path["/models/pose"] = (
+        200,
+        [{"modelName": "pose", "workers": [{"status": "UNLOADING"}]}],
+    )
+    assert client.missing_models() == ["pose"]
+    replies.by_path["/models/pose"] = (
+        200,
+        [{"modelName": "pose", "workers": [{"status": "READY"}]}],
+    )
+    assert client.missing_models() == []
+
+
+def test_refused_connection_fails_fast_after_one_retry():
+    url = f"http://127.0.0.1:{free_port()}"
+    roles = {r: ModelRole(r, r, url, url) for r in ("detector", "pose")}
+    errors = []
+    client = TorchServeClient(roles, timeout_s=5, on_error=lambda role, kind: errors.append(kind))
+    with pytest.raises(ModelUnavailable, match="down"):
+        client.detect(b"jpeg")
+    assert errors == ["unavailable"]
+    assert client.missing_models() == ["detector", "pose"]
