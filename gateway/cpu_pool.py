@@ -30,12 +30,15 @@ import gevent
 from gevent import select as gselect
 from gevent import socket as gsocket
 from gevent import subprocess as gsubprocess
-from gevent.queue import Queue
+from gevent.queue import Empty, Queue
 
-from gateway.errors import ClientGone
+from gateway.errors import ClientGone, Overloaded
 
 log = logging.getLogger("gateway.pool")
 _HEADER = struct.Struct("!Q")
+# Longest wait for a free worker; admission keeps the queue short, so only workers that
+# cannot start (or hang) make a request wait this long.
+WORKER_WAIT_S = 60.0
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # One thread per process: the pool is the parallelism; BLAS threads on top oversubscribe.
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -189,10 +192,24 @@ class CpuPool:
         """Workers warmed up and alive (idle or busy)."""
         return sum(1 for w in self._all if w.ready and w.proc.poll() is None)
 
+    def _take_worker(self) -> _Worker:
+        """An idle, live worker; one that died while idle (OOM killer) is replaced."""
+        while True:
+            try:
+                worker = self._idle.get(timeout=WORKER_WAIT_S)
+            except Empty:
+                raise Overloaded(
+                    "no render worker came free in time; retry shortly",
+                    headers={"Retry-After": "5"},
+                ) from None
+            if worker.proc.poll() is None:
+                return worker
+            self._replace(worker)
+
     def run(self, fn: Callable, *args: Any) -> Any:
         """Run `fn(*args)` in a worker; the caller's greenlet waits without blocking the hub."""
         self.start()
-        worker = self._idle.get()
+        worker = self._take_worker()
         self._busy += 1
         try:
             status, value = worker.call(fn, args)

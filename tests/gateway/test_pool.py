@@ -117,3 +117,13 @@ def test_admission_gives_up_after_waiting_too_long():
         with admission.admit():
             pass
     holder.kill()
+
+
+def test_a_worker_that_died_while_idle_is_skipped(pool):
+    pool.wait_ready()
+    pids = pool.map(pool_tasks.pid_after, [(0.1,), (0.1,)], None)
+    for pid in pids:  # both die while idle, as under the OOM killer
+        os.kill(pid, 9)
+    gevent.sleep(0.2)
+    # The dead ones are skipped and replaced; the task waits for a fresh worker.
+    assert pool.run(pool_tasks.pid_after, 0) not in pids
