@@ -33,8 +33,8 @@ VAL_SEEDS = range(900_000, 900_200)  # neither training's seeds nor evaluation's
 DETECTOR_SIZE = 192
 POSE_SIZE = 128
 DEFAULTS = {
-    "detector": {"steps": 4000, "size": DETECTOR_SIZE, "lr": 2e-3},
-    "pose": {"steps": 5000, "size": POSE_SIZE, "lr": 2e-3},
+    "detector": {"steps": 3200, "size": DETECTOR_SIZE, "lr": 2e-3},
+    "pose": {"steps": 1600, "size": POSE_SIZE, "lr": 2e-3},
 }
 
 
@@ -48,10 +48,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--steps", type=int, help="optimiser steps (default: 4000 detector, 5000 pose)"
+        "--steps", type=int, help="optimiser steps (default: 3200 detector, 1600 pose)"
     )
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--samples", type=int, default=12000, help="distinct training drawings")
+    parser.add_argument("--samples", type=int, default=10000, help="distinct training drawings")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (part of the seed)")
     parser.add_argument("--workers", type=int, default=2, help="processes generating drawings")
     parser.add_argument("--every", type=int, default=250, help="log, validate, save every N steps")

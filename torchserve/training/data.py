@@ -188,6 +188,30 @@ def cached_records(
 # --- augmentation -------------------------------------------------------------------------
 
 
+def stroke_width(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Thicker or thinner dark lines than the medium drew: a grey-level erosion grows dark
+    strokes, a dilation thins them."""
+    roll = rng.random()
+    if roll < 0.2:
+        return cv2.erode(image, np.ones((2, 2), np.uint8))
+    if roll < 0.4:
+        return cv2.dilate(image, np.ones((2, 2), np.uint8))
+    return image
+
+
+def cutout(image: np.ndarray, rng: np.random.Generator, chance: float = 0.3) -> np.ndarray:
+    """Sometimes paint over a patch with the page's colour: joints hidden by clothes or
+    clutter must be placed from the rest of the body."""
+    if rng.random() >= chance:
+        return image
+    size = image.shape[0]
+    h, w = (rng.uniform(0.12, 0.3, size=2) * size).astype(int)
+    y, x = rng.integers(0, size - h), rng.integers(0, size - w)
+    out = image.copy()
+    out[y : y + h, x : x + w] = np.median(image.reshape(-1, 3), axis=0)
+    return out
+
+
 def photometric(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Colour and exposure jitter in place of the photos the generator did not make."""
     img = image.astype(np.float32)
@@ -240,7 +264,7 @@ def augment_detector(
         [corners[:, 0].min(), corners[:, 1].min(), corners[:, 0].max(), corners[:, 1].max()],
         dtype=np.float32,
     )
-    return photometric(out, rng), new_box
+    return photometric(stroke_width(out, rng), rng), new_box
 
 
 def erase_figure(image: np.ndarray, box: np.ndarray) -> np.ndarray:
@@ -309,7 +333,8 @@ def augment_pose(
     kps = apply_affine(m, keypoints)
     if flip:
         kps = kps[list(FLIP_INDEX)]
-    return photometric(cut_crop(region, crop, m, size), rng), kps.astype(np.float32)
+    image = cutout(stroke_width(cut_crop(region, crop, m, size), rng), rng)
+    return photometric(image, rng), kps.astype(np.float32)
 
 
 # --- targets ------------------------------------------------------------------------------
