@@ -353,6 +353,13 @@ def report(levels: Sequence[Level], cores: float) -> dict:
     }
 
 
+def others_cores(level: Level) -> float | None:
+    """Cores everything but the service (other jobs, this load test) kept busy, on average."""
+    if level.cpu_s is None or not level.elapsed_s:
+        return None
+    return (level.machine_cpu_s - level.cpu_s) / level.elapsed_s
+
+
 def print_table(levels: Sequence[Level], result: dict, cores: float, out=sys.stdout) -> None:
     print(
         f"{'conc':>4} {'reqs':>5} {'errors':>14} {'rps':>7} {'p50 s':>7} {'p95 s':>7} "
@@ -363,8 +370,7 @@ def print_table(levels: Sequence[Level], result: dict, cores: float, out=sys.std
         lat = row["latency_s"]
         errors = ",".join(f"{k}:{v}" for k, v in row["errors"].items()) or "0"
         cost = lv.cpu_s_per_request
-        # What everything else on the machine (other jobs, this load test) kept busy.
-        others = (lv.machine_cpu_s - (lv.cpu_s or 0.0)) / lv.elapsed_s if lv.elapsed_s else None
+        others = others_cores(lv)
         print(
             f"{lv.concurrency:>4} {row['requests']:>5} {errors:>14} {row['throughput_rps']:>7.3f} "
             f"{_fmt(lat['p50'])} {_fmt(lat['p95'])} {_fmt(lat['p99'])} "
@@ -386,7 +392,9 @@ def _fmt(value: float | None, width: int = 7, digits: int = 3) -> str:
     return f"{'-':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
 
 
-def plot(result: dict, path: Path) -> None:
+def plot(result: dict, path: Path, others_cores: Sequence[float | None] = ()) -> None:
+    """Latency percentiles and throughput against concurrency; with `others_cores`, bars of
+    the cores other work on the machine took at each level (what the service did not get)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -404,7 +412,16 @@ def plot(result: dict, path: Path) -> None:
     if result["cpu_limit_rps"]:
         rps_ax.axhline(result["cpu_limit_rps"], color="grey", ls="--", label="CPU limit")
     rps_ax.set(xlabel="concurrent clients", ylabel="requests / s", title="throughput")
-    rps_ax.set_ylim(bottom=0)
+    top = max([r["throughput_rps"] for r in rows] + [result["cpu_limit_rps"] or 0.0])
+    rps_ax.set_ylim(0, 1.3 * top or 1.0)  # headroom for the legends
+    if any(v is not None for v in others_cores):
+        cores_ax = rps_ax.twinx()
+        widths = [0.25 * c for c in conc]  # even on the log axis
+        heights = [v or 0.0 for v in others_cores]
+        cores_ax.bar(conc, heights, width=widths, color="grey", alpha=0.25, label="other work")
+        cores_ax.set_ylabel("cores used by other work")
+        cores_ax.set_ylim(0, max(2.0, *heights))
+        cores_ax.legend(loc="upper left")
     for ax in (lat_ax, rps_ax):
         ax.set_xscale("log", base=2)
         ax.set_xticks(conc, [str(c) for c in conc])
@@ -476,7 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     if args.plot:
-        plot(result, args.plot)
+        plot(result, args.plot, [others_cores(lv) for lv in levels])
     return 0
 
 
