@@ -184,18 +184,34 @@ def main(argv: list[str] | None = None) -> None:
     print(timing)
     print(f"({time.monotonic() - started:.0f}s)")
     if args.write:
-        from torchserve.training.data import generator_version
+        args.write.write_text(markdown(args, table, timing))
 
-        meta = torch.load(args.pose, weights_only=True)["meta"]
-        args.write.write_text(
-            "# Evaluation of the committed models\n\n"
-            f"Produced by `python -m torchserve.evaluate --n {args.n} --write {args.write}`.\n"
-            f"Targets (issue 4): {TARGETS}.\n\n"
-            f"{table}\n\n{timing}\n\n"
-            f"- detector.pt sha256 `{sha256(args.detector)}`\n"
-            f"- pose.pt sha256 `{sha256(args.pose)}`\n"
-            f"- generator source version `{generator_version()}` (trained on `{meta.get('generator')}`)\n"
+
+def markdown(args: argparse.Namespace, table: str, timing: str) -> str:
+    """EVAL.md: the command, the tables, and what exactly was evaluated."""
+    from torchserve.training.data import generator_version
+
+    lines = [
+        "# Evaluation of the committed models",
+        "",
+        f"Produced by `python -m torchserve.evaluate --n {args.n} --write {args.write}`.",
+        f"Targets (issue 4): {TARGETS}.",
+        "",
+        table,
+        "",
+        timing,
+        "",
+        f"Evaluated with the generator source at version `{generator_version()}`.",
+        "",
+    ]
+    for path in (args.detector, args.pose):
+        meta = torch.load(path, weights_only=True)["meta"]
+        lines.append(
+            f"- `{path.name}` sha256 `{sha256(path)}`: {meta.get('trained_steps')} steps of "
+            f"{meta.get('batch_size')} on {meta.get('samples')} drawings (generator "
+            f"`{meta.get('generator')}`), seed {meta.get('seed')}, {meta.get('threads')} thread(s)"
         )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
