@@ -23,7 +23,7 @@ BVH_DIR = Path(__file__).resolve().parent.parent / "bvh"
 MOTION_TABLE = BVH_DIR / "motions.yaml"
 
 UP_AXES = ("x", "y", "z")
-PROJECTIONS = ("front", "best_fit")
+PROJECTIONS = ("front", "best_fit", "sagittal")
 # Character joints grouped into limbs; a limb group shares one projection.
 LIMB_GROUPS: dict[str, tuple[str, ...]] = {
     "torso": ("hip", "torso", "neck", "left_shoulder", "right_shoulder", "left_hip", "right_hip"),

@@ -3,9 +3,11 @@
 Per output frame:
 1. BVH joint positions (forward kinematics) are interpolated at the wanted time.
 2. Each limb group is projected onto a picture plane: the front view (the figure faces
-   the viewer, so the BVH's left side lands on the image's right), or the vertical
-   plane that best fits that limb's motion (arms reaching forward would vanish in a
-   front view; in their own plane they read as reaching out).
+   the viewer, so the BVH's left side lands on the image's right), the vertical plane
+   that best fits that limb's motion (arms reaching forward would vanish in a front
+   view; in their own plane they read as reaching out, each to its own side), or the
+   side view (sagittal: the figure's forward is the image's right for every group so
+   projected, so two arms reaching forward both point that way, as in a profile).
 3. Each character bone points where its driving BVH bone points in 2D and keeps the
    character's own length, so the drawing never stretches.
 4. The root moves with the BVH hips, scaled by character leg length / BVH leg length;
@@ -60,8 +62,12 @@ def _group_basis(
     motion: Motion, positions: np.ndarray, group: str, up: np.ndarray, lateral: np.ndarray
 ) -> np.ndarray:
     """(2, 3) rows mapping a 3D vector to picture (x right, y down) for one limb group."""
-    if motion.spec.projection_of(group) == "front":
+    projection = motion.spec.projection_of(group)
+    if projection == "front":
         return np.stack([lateral, -up])
+    if projection == "sagittal":
+        # BVH is right-handed, so left x up is the way the figure faces, whatever its axes.
+        return np.stack([np.cross(lateral, up), -up])
     # Best-fit vertical plane: its horizontal axis is the main horizontal direction the
     # limb's bones take over the clip.
     vectors = np.concatenate(

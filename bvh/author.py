@@ -351,46 +351,57 @@ def wave_hello() -> tuple[float, list[tuple[float, Pose]]]:
 
 
 def zombie() -> tuple[float, list[tuple[float, Pose]]]:
-    """A shambling walk in place: arms stretched forward, stiff legs, lurching, head lolling.
+    """A shambling step-and-drag walk in place: arms stretched forward, stiff legs, lurching.
 
-    The left leg takes a stiff step, the right one drags its toe; the body lurches onto
-    each landing foot. The arms reach forward with limp, drooping forearms and bob out of
-    step; they are shown in their own best-fit plane (see motions.yaml), where the reach
-    and the droop stay visible.
+    The left leg takes a stiff-kneed step forward and the body lurches onto it; the right
+    leg, left behind, drags its toe up to meet it. The body leans the way the figure faces,
+    the head hangs forward and lolls. The arms reach straight forward, nearly level, and
+    bob out of step. Arms and legs are shown from the side (see LIMB_PROJECTION), so both
+    arms point the same way in the picture, as in a zombie seen half in profile.
     """
 
-    def step(side: str, phase: str) -> Pose:
-        s = 1.0 if side == "left" else -1.0  # the leg that moves
-        lift = phase == "lift"
-        drag = side == "right"
-        if lift and drag:  # swings out stiffly, toe scraping the floor
-            moving = (v(0.3 * s, -1, 0.1), v(0.3 * s, -1, 0.05), v(0.1 * s, -1, 0.5))
-        elif lift:  # a stiff-kneed step, the foot barely bent
-            moving = (v(0.3 * s, -1, 0.4), v(0.22 * s, -1, 0.1), v(0.1 * s, -0.6, 1))
-        else:
-            moving = (v(0.14 * s, -1, 0.1), v(0.12 * s, -1, 0.05))
-        plant = (v(0.04 * s, -1, -0.1), v(0.04 * s, -1, -0.1))
-        bob = 0.2 if lift else 1.0
+    def pose(lead, drag, sway: float, lurch: float, bob: float) -> Pose:
+        # lead, drag: (thigh, shin[, foot]) directions of the stepping and the dragged leg;
+        # sway: hips sideways, cm (+ = onto the stepping leg); lurch: 0..1; bob: -1..1.
+        # Arm directions are in the chest frame, which pitches forward about 18 degrees:
+        # raised by most of that here, the arms are about level in the world. The right arm,
+        # which crosses the body in the picture, reaches a little lower, under the chin.
         arms = {
-            "left": (v(0.35, 0.12 + 0.18 * s * bob, 1), v(0.3, -0.5 + 0.1 * s * bob, 1)),
-            "right": (mirror(v(0.35, 0.12 - 0.18 * s * bob, 1)),
-                      mirror(v(0.3, -0.5 - 0.1 * s * bob, 1))),
+            "left": (v(0.05, 0.22 + 0.1 * bob, 1), v(0.0, 0.12 + 0.06 * bob, 1)),
+            "right": (mirror(v(0.05, 0.02 - 0.08 * bob, 1)),
+                      mirror(v(0.0, 0.02 - 0.06 * bob, 1))),
         }  # fmt: skip
         return Pose(
-            hips=(-6.0 * s, 0.0, 0.0),
-            turn={"Hips": (0, 8 * s, 9 * s if lift else 4 * s),
-                  "Spine": (10, -4 * s, -6 * s), "Spine1": (6, 0, -3 * s),
-                  "Neck": (14, 10, 24), "Head": (6, 6, 10 + 5 * s)},
+            hips=(sway, 0.0, 0.0),
+            turn={"Hips": (0, 6 * lurch, -3 * lurch),
+                  "Spine": (12, -4 * lurch, -7 - 7 * lurch), "Spine1": (6, 0, -4),
+                  "Neck": (18 + 6 * lurch, 6, -14 - 4 * lurch), "Head": (8, 4, -6 - 6 * lurch)},
             arms=arms,
-            legs={side: moving, ("right" if side == "left" else "left"): plant},
+            legs={"left": lead, "right": drag},
         )  # fmt: skip
 
-    return 3.0, [
-        (0.0, step("left", "lift")),
-        (0.75, step("left", "down")),
-        (1.5, step("right", "lift")),
-        (2.25, step("right", "down")),
-    ]
+    toe_down = (-0.03, -1, 0.4)  # the dragged foot scrapes along on its toe
+    lifted = pose(
+        lead=(v(0.05, -1, 0.5), v(0.04, -1, 0.22), v(0.05, -0.6, 1)),
+        drag=(v(-0.03, -1, -0.22), v(-0.03, -1, -0.28), toe_down),
+        sway=-3.0, lurch=0.2, bob=1.0,
+    )  # fmt: skip
+    landed = pose(
+        lead=(v(0.05, -1, 0.36), v(0.05, -1, 0.34)),
+        drag=(v(-0.03, -1, -0.3), v(-0.03, -1, -0.36), toe_down),
+        sway=4.0, lurch=1.0, bob=-0.5,
+    )  # fmt: skip
+    dragging = pose(
+        lead=(v(0.04, -1, 0.14), v(0.04, -1, 0.12)),
+        drag=(v(-0.03, -1, -0.08), v(-0.03, -1, -0.12), toe_down),
+        sway=2.0, lurch=0.6, bob=0.6,
+    )  # fmt: skip
+    gathered = pose(
+        lead=(v(0.03, -1, 0.05), v(0.03, -1, 0.04)),
+        drag=(v(-0.03, -1, -0.04), v(-0.03, -1, -0.04)),
+        sway=0.0, lurch=0.3, bob=-0.8,
+    )  # fmt: skip
+    return 3.0, [(0.0, lifted), (0.75, landed), (1.5, dragging), (2.25, gathered)]
 
 
 MOTIONS = {
@@ -399,8 +410,15 @@ MOTIONS = {
     "wave_hello": (wave_hello, "a friendly wave with the right hand, body swaying"),
     "zombie": (zombie, "a shambling zombie walk in place, arms stretched forward"),
 }
-# Limb groups shown in their own best-fit plane: arms that reach forward.
-LIMB_PROJECTION = {"zombie": {"left_arm": "best_fit", "right_arm": "best_fit"}}
+# Limb groups not seen from the front. The zombie's arms and legs are seen from the side:
+# both arms reach the same way in the picture (a per-limb best_fit plane would send each
+# arm to its own side, a scarecrow), and the step-and-drag stride shows.
+LIMB_PROJECTION = {
+    "zombie": {
+        "left_arm": "sagittal", "right_arm": "sagittal",
+        "left_leg": "sagittal", "right_leg": "sagittal",
+    },
+}  # fmt: skip
 
 BONES = {
     "hip": ("Hips", "Spine1"), "torso": ("Hips", "Spine1"), "neck": ("Neck", "Head_End"),
@@ -422,7 +440,8 @@ def motion_table() -> str:
         "# bones: character joint -> [from, to] BVH joints; the character bone ending at that",
         "# joint points the way from -> to does, projected onto the picture plane.",
         "# An End Site is named after its joint: Head_End is the tip of Head.",
-        "# projection: front | best_fit (per limb group in limb_projection).",
+        "# projection: front | best_fit | sagittal (side view: the figure's forward is the",
+        "# image's right), per limb group in limb_projection.",
         "motions:",
     ]
     for name, (_, description) in MOTIONS.items():
