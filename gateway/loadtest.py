@@ -167,11 +167,7 @@ def _round(value: float | None, digits: int = 4) -> float | None:
 
 
 class ServiceCPU:
-    """CPU seconds spent by the service's processes, found once per snapshot.
-
-    A snapshot maps (pid, start time) to user + system time, own and reaped children's, so
-    render workers and TorchServe workers started during a level are counted too.
-    """
+    """CPU seconds spent by the service's processes: its roots and all their descendants."""
 
     def __init__(self, find_roots: Callable[[], list[psutil.Process]]) -> None:
         self._find_roots = find_roots
@@ -186,22 +182,48 @@ class ServiceCPU:
                 continue
         return list(seen.values())
 
-    def snapshot(self) -> dict[tuple[int, float], float]:
+    def sample(self) -> dict[tuple[int, float], float]:
+        """(pid, start time) -> user + system seconds of each process, its own only.
+
+        Reaped children's times are left out on purpose: a recycled gunicorn worker or a
+        replaced render worker would bring its whole life's CPU into the level it died in.
+        """
         shot = {}
         for proc in self.processes():
             try:
                 with proc.oneshot():
                     t = proc.cpu_times()
-                    shot[(proc.pid, proc.create_time())] = (
-                        t.user + t.system + t.children_user + t.children_system
-                    )
+                    shot[(proc.pid, proc.create_time())] = t.user + t.system
             except psutil.Error:
                 continue
         return shot
 
-    @staticmethod
-    def spent(before: dict, after: dict) -> float:
-        return sum(cpu - before.get(key, 0.0) for key, cpu in after.items())
+    def meter(self, interval_s: float = 0.5) -> CPUMeter:
+        return CPUMeter(self, interval_s)
+
+
+class CPUMeter:
+    """Samples the service's processes until stopped, so a process that exits mid-level
+    still counts up to its last sample, and one that starts counts from zero."""
+
+    def __init__(self, service: ServiceCPU, interval_s: float) -> None:
+        self._service = service
+        self._first = service.sample()
+        self._last = dict(self._first)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(interval_s,), daemon=True)
+        self._thread.start()
+
+    def _run(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            self._last.update(self._service.sample())
+
+    def stop(self) -> float:
+        """CPU seconds spent since the meter started."""
+        self._stop.set()
+        self._thread.join()
+        self._last.update(self._service.sample())
+        return sum(cpu - self._first.get(key, 0.0) for key, cpu in self._last.items())
 
 
 def listeners(ports: Iterable[int]) -> list[psutil.Process]:
@@ -278,7 +300,6 @@ class LoadTest:
         level = Level(concurrency)
         lock = threading.Lock()
         stop = threading.Event()
-        deadline = time.perf_counter() + duration_s
 
         def client() -> None:
             with requests.Session() as session:
@@ -300,9 +321,10 @@ class LoadTest:
                         level.health_ms.append(10_000.0)
                     stop.wait(max(0.0, HEALTH_INTERVAL_S - (time.perf_counter() - start)))
 
-        before = self.cpu.snapshot() if self.cpu else None
+        meter = self.cpu.meter() if self.cpu else None
         machine_before = machine_busy_s()
         start = time.perf_counter()
+        deadline = start + duration_s
         threads = [threading.Thread(target=client, daemon=True) for _ in range(concurrency)]
         health = threading.Thread(target=pinger, daemon=True)
         for t in [health, *threads]:
@@ -312,8 +334,8 @@ class LoadTest:
         # Requests started before the deadline finish; the level lasts until the last one.
         level.elapsed_s = time.perf_counter() - start
         level.machine_cpu_s = machine_busy_s() - machine_before
-        if self.cpu:
-            level.cpu_s = ServiceCPU.spent(before, self.cpu.snapshot())
+        if meter:
+            level.cpu_s = meter.stop()
         stop.set()
         health.join()
         return level

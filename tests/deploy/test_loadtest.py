@@ -5,8 +5,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
+import psutil
 import pytest
 import requests
 from PIL import Image
@@ -117,3 +119,31 @@ def test_varied_drawings_differ_in_bytes_not_pixels(tmp_path, fmt):
 def test_percentiles():
     assert loadtest.percentiles(list(range(1, 101)), (50, 99)) == pytest.approx([50.5, 99.01])
     assert loadtest.percentiles([], (50,)) == [None]
+
+
+def burner(cpu_s: float, then_sleep_s: float) -> subprocess.Popen:
+    code = (
+        "import time\nend = time.process_time() + float(__import__('sys').argv[1])\n"
+        "while time.process_time() < end: pass\ntime.sleep(float(__import__('sys').argv[2]))"
+    )
+    return subprocess.Popen([sys.executable, "-c", code, str(cpu_s), str(then_sleep_s)])
+
+
+def test_cpu_meter_counts_only_the_level_even_for_processes_that_come_and_go():
+    # One process spent its CPU before the meter started; another starts, burns, and exits.
+    before = burner(0.4, 5)
+    try:
+        deadline = time.monotonic() + 20
+        while sum(psutil.Process(before.pid).cpu_times()[:2]) < 0.35:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        procs = [before]
+        meter = loadtest.ServiceCPU(lambda: loadtest._processes(p.pid for p in procs)).meter(0.05)
+        during = burner(0.3, 0)
+        procs.append(during)
+        during.wait()
+        spent = meter.stop()
+    finally:
+        before.kill()
+        before.wait()
+    assert 0.2 < spent < 0.45  # the 0.3 s burnt during the level, not the 0.4 s before it
