@@ -107,7 +107,8 @@ def test_sigterm_finishes_the_request_in_flight_refuses_new_ones_and_exits(
     reply: dict = {}
 
     def in_flight() -> None:
-        reply["r"] = post_drawing(requests, gw.url, d, timeout=60, **LONG)
+        # The longest render there is, so the drain has something to wait for.
+        reply["r"] = post_drawing(requests, gw.url, d, timeout=60, size=512, fps=30)
 
     client = threading.Thread(target=in_flight)
     client.start()
@@ -118,14 +119,16 @@ def test_sigterm_finishes_the_request_in_flight_refuses_new_ones_and_exits(
 
     # New connections are refused while the request in flight carries on.
     refused_after = None
-    while time.monotonic() - signalled < 5 and client.is_alive():
+    while time.monotonic() - signalled < 5:
         try:
             socket.create_connection(("127.0.0.1", gw.port), timeout=1).close()
         except ConnectionRefusedError:
             refused_after = time.monotonic() - signalled
+            still_in_flight = client.is_alive()
             break
         time.sleep(0.05)
     assert refused_after is not None and refused_after < 2, "still accepting after SIGTERM"
+    assert still_in_flight
 
     client.join(timeout=60)
     assert reply["r"].status_code == 200, reply["r"].text
