@@ -30,7 +30,15 @@ import pytest
 import requests
 from botocore.config import Config
 
-BINARIES = ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "monmaptool", "ceph-authtool")
+BINARIES = (
+    "ceph",
+    "ceph-mon",
+    "ceph-osd",
+    "radosgw",
+    "radosgw-admin",
+    "monmaptool",
+    "ceph-authtool",
+)
 START_TIMEOUT_S = 60
 ALL = "allow *"
 KEYS = {
