@@ -15,21 +15,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layers import Backbone, ConvBNReLU, TopDown
+from .layers import Backbone, ConvBNReLU, SquareInputNet, TopDown, load_network
 from .transforms import Letterbox, letterbox, to_tensor
 
 DETECTOR_FORMAT = "drawn-humanoid-detector/1"
 
 
-class DetectorNet(nn.Module):
+class DetectorNet(SquareInputNet):
     """Input (N, 3, S, S) normalised RGB -> (N, 5, S/8, S/8): centre logit, then l, t, r, b."""
 
     stride = 8
 
     def __init__(self, size: int = 256, widths: tuple[int, ...] = (32, 64, 96, 128)) -> None:
-        super().__init__()
-        self.size = size
-        self.config = {"size": size, "widths": list(widths)}
+        super().__init__(size, widths)
         self.backbone = Backbone(list(widths), [0, 1, 1, 2])
         self.neck = TopDown(list(widths[1:]), widths[1])
         self.head = nn.Sequential(ConvBNReLU(widths[1], widths[1]), nn.Conv2d(widths[1], 5, 1))
@@ -118,10 +116,4 @@ def decode_detections(
 
 def load_detector(path: str, device: str | torch.device = "cpu") -> DetectorNet:
     """The detector saved by ``torchserve.train detector``, in eval mode on ``device``."""
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    if checkpoint.get("format") != DETECTOR_FORMAT:
-        raise ValueError(f"{path} is not a {DETECTOR_FORMAT} checkpoint")
-    config = checkpoint["config"]
-    model = DetectorNet(size=config["size"], widths=tuple(config["widths"]))
-    model.load_state_dict({k: v.float() for k, v in checkpoint["state_dict"].items()})
-    return model.to(device).eval()
+    return load_network(path, DETECTOR_FORMAT, DetectorNet, device)

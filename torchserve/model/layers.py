@@ -6,6 +6,8 @@ PyTorch; depthwise convolutions save FLOPs but not time at these channel counts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -81,3 +83,29 @@ class TopDown(nn.Module):
             x = F.interpolate(x, size=features[i].shape[-2:], mode="nearest")
             x = self.smooth[i](x + self.lateral[i](features[i]))
         return x
+
+
+class SquareInputNet(nn.Module):
+    """A network over a letterboxed ``size`` x ``size`` RGB input, built from ``config``
+    (what a checkpoint stores to rebuild it)."""
+
+    def __init__(self, size: int, widths: tuple[int, ...]) -> None:
+        super().__init__()
+        self.size = size
+        self.config = {"size": size, "widths": list(widths)}
+
+
+def load_network(
+    path: str,
+    expected_format: str,
+    build: Callable[..., SquareInputNet],
+    device: str | torch.device,
+) -> SquareInputNet:
+    """Rebuild a network saved by ``torchserve.train`` and load its weights, in eval mode."""
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    if checkpoint.get("format") != expected_format:
+        raise ValueError(f"{path} is not a {expected_format} checkpoint")
+    config = checkpoint["config"]
+    model = build(size=config["size"], widths=tuple(config["widths"]))
+    model.load_state_dict({k: v.float() for k, v in checkpoint["state_dict"].items()})
+    return model.to(device).eval()

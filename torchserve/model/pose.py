@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layers import Backbone, TopDown
+from .layers import Backbone, SquareInputNet, TopDown, load_network
 from .transforms import Letterbox, letterbox, to_tensor
 
 POSE_FORMAT = "drawn-humanoid-pose/1"
@@ -41,15 +41,13 @@ KEYPOINT_NAMES = (
 FLIP_INDEX = (0, 2, 1, 4, 3, 6, 5, 8, 7, 10, 9, 12, 11, 14, 13, 16, 15)
 
 
-class PoseNet(nn.Module):
+class PoseNet(SquareInputNet):
     """Input (N, 3, S, S) normalised RGB -> (N, 17, S/4, S/4) heatmap logits."""
 
     stride = 4
 
     def __init__(self, size: int = 128, widths: tuple[int, ...] = (32, 64, 128, 128)) -> None:
-        super().__init__()
-        self.size = size
-        self.config = {"size": size, "widths": list(widths)}
+        super().__init__(size, widths)
         self.backbone = Backbone(list(widths), [0, 1, 2, 1])
         self.neck = TopDown(list(widths), 48)
         self.head = nn.Conv2d(48, len(KEYPOINT_NAMES), 1)
@@ -98,10 +96,4 @@ def decode_keypoints(logits: torch.Tensor, box: Letterbox) -> list[list[float]]:
 
 def load_pose(path: str, device: str | torch.device = "cpu") -> PoseNet:
     """The pose network saved by ``torchserve.train pose``, in eval mode on ``device``."""
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    if checkpoint.get("format") != POSE_FORMAT:
-        raise ValueError(f"{path} is not a {POSE_FORMAT} checkpoint")
-    config = checkpoint["config"]
-    model = PoseNet(size=config["size"], widths=tuple(config["widths"]))
-    model.load_state_dict({k: v.float() for k, v in checkpoint["state_dict"].items()})
-    return model.to(device).eval()
+    return load_network(path, POSE_FORMAT, PoseNet, device)
