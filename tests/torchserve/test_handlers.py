@@ -237,3 +237,11 @@ def test_an_image_the_model_cannot_take_fails_alone(detector):
     answers, statuses = run_batch(fragile, context, [{"body": good}, {"body": odd}])
     assert statuses == [200, 500]
     assert answers[1]["message"] == "could not prepare image" and isinstance(answers[0], list)
+
+
+@pytest.mark.parametrize("model", ["detector", "pose"])
+def test_the_thinnest_accepted_image_still_fits_the_model(model, request):
+    handler, context = request.getfixturevalue(model)
+    thinnest = np.full((4, 200, 3), 255, np.uint8)  # 50:1, the limit
+    answers, statuses = run_batch(handler, context, [{"body": encode(thinnest, "PNG")}])
+    assert statuses == [200] and isinstance(answers[0], list)
