@@ -77,7 +77,7 @@ def test_models_serve_with_the_configured_batching(torchserve_server):
     for model in (DETECTOR, POSE):
         reply = requests.get(f"{torchserve_server.management_url}/models/{model}", timeout=5)
         [described] = reply.json()
-        assert described["batchSize"] == 8 and described["maxBatchDelay"] == 5
+        assert described["batchSize"] == 8 and described["maxBatchDelay"] == 2
         assert [w["status"] for w in described["workers"]] == ["READY"]
 
 
