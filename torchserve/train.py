@@ -33,7 +33,7 @@ VAL_SEEDS = range(900_000, 900_200)  # neither training's seeds nor evaluation's
 DETECTOR_SIZE = 192
 POSE_SIZE = 128
 DEFAULTS = {
-    "detector": {"steps": 3200, "size": DETECTOR_SIZE, "lr": 2e-3},
+    "detector": {"steps": 5000, "size": DETECTOR_SIZE, "lr": 2e-3},
     "pose": {"steps": 3200, "size": POSE_SIZE, "lr": 2e-3},
 }
 
@@ -47,7 +47,9 @@ def main(argv: list[str] | None = None) -> None:
         "--out", type=Path, help="weights file (default torchserve/weights/KIND.pt)"
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, help="optimiser steps (default: 3200 each)")
+    parser.add_argument(
+        "--steps", type=int, help="optimiser steps (default: 5000 detector, 3200 pose)"
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--samples", type=int, default=10000, help="distinct training drawings")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (part of the seed)")
