@@ -23,16 +23,17 @@ import socket
 import struct
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import gevent
-from gevent import select as gselect
 from gevent import socket as gsocket
 from gevent import subprocess as gsubprocess
 from gevent.queue import Empty, Queue
 
 from gateway.errors import ClientGone, Overloaded
+from gateway.greenlets import client_gone, run_all
 
 log = logging.getLogger("gateway.pool")
 _HEADER = struct.Struct("!Q")
@@ -231,29 +232,9 @@ class CpuPool:
 
     def map(self, fn: Callable, arg_lists: list[tuple], client: socket.socket | None) -> list:
         """Run `fn` over `arg_lists` in parallel; abandon all if one fails or the client leaves."""
-        jobs = [gevent.spawn(self.run, fn, *args) for args in arg_lists]
-        try:
-            while True:
-                # Each poll interval a gone client still costs every busy worker's CPU: keep it short.
-                gevent.joinall(jobs, timeout=0.1, raise_error=True)
-                if all(job.ready() for job in jobs):
-                    break
-                if client_gone(client):
-                    raise ClientGone("client closed the connection")
-        except BaseException:
-            gevent.killall(jobs, block=True)
-            raise
-        return [j.value for j in jobs]
 
+        def left() -> ClientGone | None:
+            return ClientGone("client closed the connection") if client_gone(client) else None
 
-def client_gone(client: socket.socket | None) -> bool:
-    """True when the client closed its connection (EOF), without consuming any of its bytes."""
-    if client is None:
-        return False
-    try:
-        readable, _, _ = gselect.select([client], [], [], 0)
-        if not readable:
-            return False
-        return client.recv(1, socket.MSG_PEEK) == b""
-    except (OSError, ValueError):  # reset or already closed
-        return True
+        # Each poll interval a gone client still costs every busy worker's CPU: keep it short.
+        return run_all(partial(self.run, fn), arg_lists, poll_s=0.1, stop_when=left)

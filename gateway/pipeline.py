@@ -14,13 +14,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import gevent
 import numpy as np
 
 from gateway import cpu_tasks, metrics
 from gateway.config import Config
 from gateway.cpu_pool import CpuPool
 from gateway.errors import BadRequest, StorageUnavailable
+from gateway.greenlets import run_all
 from gateway.parsing import AnimateRequest
 from gateway.preprocess import crop_box, encode_jpeg
 from gateway.storage import Storage, animation_key
@@ -54,17 +54,6 @@ class StageTimer:
         return {name: round(s * 1000, 1) for name, s in self.stages.items()}
 
 
-def _each_in_parallel(fn, arg_lists: list[tuple]) -> list:
-    """`fn(*args)` for each args in its own greenlet (the I/O waits overlap); first error wins."""
-    jobs = [gevent.spawn(fn, *args) for args in arg_lists]
-    try:
-        gevent.joinall(jobs, raise_error=True)
-    except BaseException:
-        gevent.killall(jobs)
-        raise
-    return [job.value for job in jobs]
-
-
 def _split(names: list[str], parts: int) -> list[list[str]]:
     """Motions dealt round-robin into `parts` non-empty chunks, one per idle render worker."""
     parts = max(1, min(parts, len(names)))
@@ -93,7 +82,7 @@ class AnimationPipeline:
         image_sha = hashlib.sha256(job.image).hexdigest()
         keys = {m: animation_key(image_sha, options.render_fields(), m) for m in options.motions}
         with timer.stage("lookup"):
-            found = _each_in_parallel(
+            found = run_all(
                 self._storage_call, [("lookup", self.storage.exists, k) for k in keys.values()]
             )
         missing = [m for m, hit in zip(keys, found, strict=True) if not hit]
@@ -102,7 +91,7 @@ class AnimationPipeline:
         else:
             gifs = self._render(job, missing, timer, client)
             with timer.stage("upload"):
-                _each_in_parallel(
+                run_all(
                     self._storage_call,
                     [("upload", self.storage.put, keys[m], gifs[m]) for m in missing],
                 )
