@@ -180,3 +180,10 @@ def test_loaders_reject_the_wrong_checkpoint(tmp_path: Path) -> None:
         load_pose(str(WEIGHTS / "detector.pt"))
     with pytest.raises(ValueError, match="not a"):
         load_detector(str(WEIGHTS / "pose.pt"))
+
+
+def test_letterbox_takes_an_image_thinner_than_one_output_pixel() -> None:
+    for shape in [(900, 2, 3), (2, 900, 3)]:
+        out, _ = letterbox(np.full(shape, 7, np.uint8), 128)
+        assert out.shape == (128, 128, 3)
+        assert (out == 7).any(), "the image itself must be in the letterbox, not only padding"

@@ -54,12 +54,17 @@ class Letterbox:
         )
 
 
+def _scaled_size(width: int, height: int, scale: float) -> tuple[int, int]:
+    # At least one pixel: a very thin image would otherwise round a side to nothing.
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
 def fit_letterbox(width: int, height: int, size: int) -> Letterbox:
     """The letterbox that fits a ``width`` x ``height`` image into a ``size`` square."""
     if width <= 0 or height <= 0:
         raise ValueError(f"image must be non-empty, got {width}x{height}")
     scale = size / max(width, height)
-    new_w, new_h = round(width * scale), round(height * scale)
+    new_w, new_h = _scaled_size(width, height, scale)
     return Letterbox(scale, (size - new_w) // 2, (size - new_h) // 2, size)
 
 
@@ -69,7 +74,7 @@ def letterbox(image: np.ndarray, size: int) -> tuple[np.ndarray, Letterbox]:
         raise ValueError(f"expected an RGB uint8 image (H, W, 3), got {image.dtype} {image.shape}")
     height, width = image.shape[:2]
     box = fit_letterbox(width, height, size)
-    new_w, new_h = round(width * box.scale), round(height * box.scale)
+    new_w, new_h = _scaled_size(width, height, box.scale)
     # INTER_AREA averages when shrinking, so thin pencil lines fade instead of vanishing.
     interp = cv2.INTER_AREA if box.scale < 1 else cv2.INTER_LINEAR
     resized = cv2.resize(image, (new_w, new_h), interpolation=interp)
