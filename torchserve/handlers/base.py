@@ -9,6 +9,7 @@ with a batch of up to `batch_size` requests.
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,19 +42,20 @@ def pick_device(gpu_id: int | None) -> torch.device:
     return torch.device("cpu")
 
 
-class ImageModelHandler:
+class ImageModelHandler(ABC):
     """preprocess -> inference -> postprocess for one image per request, batched."""
 
+    @abstractmethod
     def load_model(self, weights: Path, device: torch.device) -> torch.nn.Module:
-        raise NotImplementedError
+        """The network with its weights, on `device`, in eval mode."""
 
+    @abstractmethod
     def prepare(self, image: np.ndarray) -> tuple[torch.Tensor, Any]:
         """One RGB uint8 image -> (model input without batch axis, meta for `describe`)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def describe(self, outputs: Any, metas: list[Any]) -> list[Any]:
         """Batched model outputs (on the CPU) -> one JSON-able answer per input."""
-        raise NotImplementedError
 
     def initialize(self, context) -> None:
         properties = context.system_properties
