@@ -49,10 +49,11 @@ sysdeps:
 	fi
 
 # --- the two commands -------------------------------------------------------
+# `make test` lints first: main stays ruff-clean.
 run: $(STAMP) models
 	@gateway/run_local.sh
 
-test: $(STAMP) models sysdeps
+test: $(STAMP) models sysdeps lint
 	$(BIN)/python -m pytest
 
 bench: $(STAMP) models
