@@ -8,37 +8,29 @@ once; GET /stats returns what was received. Prints its port on the first line of
 """
 
 import hashlib
-import json
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from tests.support.http import JSONHandler
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(JSONHandler):
     posts = 0
     bodies: set = set()
     refused = 0
     lock = threading.Lock()
     cpu_s = 0.0
 
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-    def reply(self, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_GET(self) -> None:
         if self.path == "/stats":
             cls = type(self)
-            self.reply(200, {"posts": cls.posts, "unique": len(cls.bodies), "refused": cls.refused})
+            self.reply_json(
+                200, {"posts": cls.posts, "unique": len(cls.bodies), "refused": cls.refused}
+            )
         else:
-            self.reply(200, {"status": "ok"})
+            self.reply_json(200, {"status": "ok"})
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -50,12 +42,12 @@ class Handler(BaseHTTPRequestHandler):
             refuse = number % 3 != 0
             cls.refused += refuse
         if refuse:
-            self.reply(503, {"error": {"code": "overloaded"}})
+            self.reply_json(503, {"error": {"code": "overloaded"}})
             return
         end = time.thread_time() + cls.cpu_s
         while time.thread_time() < end:
             pass
-        self.reply(200, {"dab": "http://example/dab.gif"})
+        self.reply_json(200, {"dab": "http://example/dab.gif"})
 
 
 if __name__ == "__main__":

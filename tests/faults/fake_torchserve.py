@@ -6,10 +6,11 @@ as it would meet TorchServe in that state. The management API says every model i
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from tests.support.http import JSONHandler
 
 
 class FakeTorchServe(ThreadingHTTPServer):
@@ -32,34 +33,20 @@ class FakeTorchServe(ThreadingHTTPServer):
         self.server_close()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     server: FakeTorchServe
-
-    def log_message(self, *args) -> None:
-        pass
-
-    def _reply(self, status: int, body: object) -> None:
-        data = json.dumps(body).encode()
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the gateway gave up first
-            pass
 
     def do_GET(self) -> None:
         name = self.path.rsplit("/", 1)[-1]
-        self._reply(200, [{"modelName": name, "workers": [{"id": "9000", "status": "READY"}]}])
+        self.reply_json(200, [{"modelName": name, "workers": [{"id": "9000", "status": "READY"}]}])
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.server.predictions += 1
         time.sleep(self.server.delay_s)
         if self.server.status != 200:
-            self._reply(self.server.status, {"code": self.server.status, "message": "failed"})
+            self.reply_json(self.server.status, {"code": self.server.status, "message": "failed"})
         elif "detector" in self.path:
-            self._reply(200, [{"bbox": [10, 10, 200, 300], "score": 0.9}])
+            self.reply_json(200, [{"bbox": [10, 10, 200, 300], "score": 0.9}])
         else:
-            self._reply(200, [{"keypoints": [[100, 100, 0.9]] * 17}])
+            self.reply_json(200, [{"keypoints": [[100, 100, 0.9]] * 17}])

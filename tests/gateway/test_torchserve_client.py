@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from gateway.config import ModelRole
 from gateway.errors import ModelUnavailable, NoCharacterDetected, PoseNotFound
 from gateway.torchserve_client import TorchServeClient
+from tests.support.http import JSONHandler
 from tests.support.s3 import free_port
 
 KEYPOINTS = [[float(i), float(i), 0.9] for i in range(17)]
@@ -29,15 +29,9 @@ class Replies:
 def server():
     replies = Replies()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JSONHandler):
         def _answer(self) -> None:
-            status, body = replies.by_path.get(self.path, (404, {"code": 404}))
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.reply_json(*replies.by_path.get(self.path, (404, {"code": 404})))
 
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
             self.rfile.read(int(self.headers["Content-Length"]))
@@ -45,9 +39,6 @@ def server():
             self._answer()
 
         do_GET = _answer  # noqa: N815
-
-        def log_message(self, *args) -> None:
-            pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
