@@ -15,10 +15,10 @@ import numpy as np
 from animation.character import Character
 from animation.motions import load_motion, load_motion_table
 from animation.render import RenderOptions, build_rig, render_motion
+from animation.segment import segment_figure
 from animation.skeleton import Skeleton
 from gateway.errors import NoCharacterDetected
 from gateway.preprocess import ModelImage, decode_for_models
-from gateway.segment import segment_figure
 
 MIN_FIGURE_FRACTION = 0.01  # of the crop; less is a speck, not a figure
 
