@@ -158,10 +158,21 @@ def _unwrap(deg: np.ndarray) -> np.ndarray:
     return np.degrees(np.unwrap(np.radians(deg), axis=0))
 
 
+# Orders whose largest middle angle is within this of the best one count as equally good.
+# Ties are common and exact in theory (an order and its reverse always have the same middle
+# angle; a joint turning about one axis gives 0 for several orders), so comparing the raw
+# floats let rounding noise (1e-12 degrees, different from one machine's BLAS to another's)
+# pick the order, and the files were not reproducible.
+_ORDER_TIE_DEGREES = 1e-3
+
+
 def best_order(local: np.ndarray) -> str:
-    """The Euler order whose middle angle stays furthest from gimbal lock over the clip."""
+    """The Euler order whose middle angle stays furthest from gimbal lock over the clip;
+    of orders equally good (within _ORDER_TIE_DEGREES), the first in XYZ, XZY, YXZ, ... ."""
     orders = ["".join(p) for p in itertools.permutations("XYZ")]
-    return min(orders, key=lambda o: (np.max(np.abs(to_euler(local, o)[:, 1])), orders.index(o)))
+    worst = {o: float(np.max(np.abs(to_euler(local, o)[:, 1]))) for o in orders}
+    best = min(worst.values())
+    return next(o for o in orders if worst[o] <= best + _ORDER_TIE_DEGREES)
 
 
 # ---- clip -> BVH --------------------------------------------------------------------
