@@ -207,12 +207,13 @@ def world_rotations(track: np.ndarray) -> dict[str, np.ndarray]:
     return world
 
 
-def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]]) -> BVH:
+def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]], fps: float = FPS) -> BVH:
+    """The key poses as a BVH clip of this rig sampled at `fps`, last frame = first."""
     times = np.array([t for t, _ in keys] + [duration])
     values = np.stack([p.channels() for _, p in keys] + [keys[0][1].channels()])
     spline = CubicSpline(times, values, bc_type="periodic", axis=0)
-    n_frames = int(round(duration * FPS)) + 1
-    track = spline(np.arange(n_frames) / FPS)
+    n_frames = int(round(duration * fps)) + 1
+    track = spline(np.arange(n_frames) / fps)
     hips = track[:, :3]  # sideways, lift of the lowest foot, forward
     world = world_rotations(track)
 
@@ -238,7 +239,7 @@ def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]]) -> BVH:
     motion = np.concatenate(columns, axis=1)
     offsets = OFFSETS.copy()
     offsets[0] = 0.0  # the root's position channels carry its height
-    standing = BVH(NAMES, PARENTS.copy(), offsets, tuple(channels), 1.0 / FPS, motion, "author")
+    standing = BVH(NAMES, PARENTS.copy(), offsets, tuple(channels), 1.0 / fps, motion, "author")
     # Put the lowest foot point at the key poses' lift above the floor, so that grounded
     # feet neither sink nor float whatever the legs do (and never below where the spline dips).
     feet = [NAMES.index(n) for n in NAMES if "Foot" in n or "Toe" in n]
