@@ -185,7 +185,9 @@ def _directions(
     skeleton: Skeleton, motion: Motion, axes: BodyAxes, times_s: np.ndarray
 ) -> np.ndarray:
     """Unit 2D direction (F, 16, 2) of every character bone, each group in its own view."""
-    pos = motion.bvh.positions
+    # Every joint in the performer's frame at the output times (both steps are linear, so
+    # bone vectors can be taken after them).
+    body = _interpolate(axes.body_coords(motion.bvh.positions), motion.bvh.frame_time, times_s)
     rest = skeleton.rest
     views = choose_views(motion, axes)
     direction = np.zeros((len(times_s), len(JOINTS), 2))
@@ -193,9 +195,7 @@ def _directions(
         for joint in joints:
             basis = (FRONT if joint in _GIRDLE else views[group]).basis()
             a, b = motion.bones[joint]
-            v3 = _interpolate(
-                axes.body_coords(pos[:, b] - pos[:, a]), motion.bvh.frame_time, times_s
-            )
+            v3 = body[:, b] - body[:, a]
             v2 = v3 @ basis.T
             n2 = np.linalg.norm(v2, axis=1)
             n3 = np.linalg.norm(v3, axis=1)
