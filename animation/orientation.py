@@ -16,7 +16,7 @@ Body coordinates are (lateral, up, forward): x the performer's left, y up, z for
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
@@ -26,6 +26,7 @@ from animation.bvh import BVH, rest_positions
 AXES = ("x", "y", "z")
 FACING_SMOOTHING_S = 0.5  # sigma of the Gaussian over time of the facing direction
 _UPRIGHT = 0.5  # mean cosine of the body with an axis needed to call that axis up
+_UP_SAMPLES = 600  # frames looked at to find up
 
 
 def up_vector(up: str) -> np.ndarray:
@@ -47,6 +48,9 @@ def detect_up(bvh: BVH, roles: dict[str, int]) -> str:
     Taken from the motion (the mean direction over all frames), so a root that is rotated
     in every frame is no trap; from the rest pose when the motion lies down or spins.
     """
+    if bvh.n_frames > _UP_SAMPLES:  # a mean needs no more: spare a long clip's kinematics
+        step = -(-bvh.n_frames // _UP_SAMPLES)
+        bvh = replace(bvh, motion=bvh.motion[::step])
     mean = _body_axis(bvh.positions, roles["hips"], roles["head"]).mean(axis=0)
     axis = int(np.argmax(np.abs(mean)))
     if abs(mean[axis]) < _UPRIGHT:

@@ -23,7 +23,7 @@ Per output frame:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -212,9 +212,19 @@ def _directions(
     return direction
 
 
+def _frames_used(motion: Motion, times_s: np.ndarray) -> Motion:
+    """The motion up to its last frame the times need: a long clip that is cut costs only
+    what is shown, and is seen (views, facing) as what is shown."""
+    needed = int(np.ceil(times_s.max(initial=0.0) / motion.bvh.frame_time)) + 2
+    if needed >= motion.bvh.n_frames:
+        return motion
+    return replace(motion, bvh=motion.bvh.trimmed(0, needed))
+
+
 def retarget(skeleton: Skeleton, motion: Motion, times_s: np.ndarray) -> np.ndarray:
     """Character joint positions (F, 16, 2) in the texture's pixels at each time (s)."""
     times_s = np.asarray(times_s, dtype=np.float64)
+    motion = _frames_used(motion, times_s)
     pos = motion.bvh.positions
     axes = motion_axes(motion)
     direction = _directions(skeleton, motion, axes, times_s)
