@@ -2,9 +2,12 @@
 
     python -m animation render --character DIR (--motion NAME | --bvh FILE [--up y|z])
                                --out OUT.gif [--size 256] [--fps 15] [--max-frames 150]
+                               [--map ROLE=JOINT ...] [--start S] [--end S]
+                               [--joints-out FILE.json]
     python -m animation motions [--json]
 
-Errors are one line on stderr and exit status 2.
+Errors are one line on stderr and exit status 2. A clip longer than --max-frames at --fps
+is cut to its first --max-frames frames, and a `note:` line on stderr says so.
 """
 
 from __future__ import annotations
@@ -13,13 +16,14 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from animation.character import load_character
-from animation.motions import load_motion, load_motion_table
+from animation.files import write_atomic
+from animation.joints_out import joints_document, joints_json
+from animation.motions import load_motion, load_motion_table, motion_summary
 from animation.render import RenderOptions, build_rig, render_motion
-from animation.timing import frame_schedule
+from animation.roles import ROLES
 
 USAGE_ERROR = 2
 
@@ -43,6 +47,17 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--motion", help="a motion from the motion table")
     source.add_argument("--bvh", type=Path, help="any BVH file")
     render.add_argument("--up", choices=("x", "y", "z"), help="up axis of --bvh (default: detect)")
+    render.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        type=_role_joint,
+        metavar="ROLE=JOINT",
+        help=f"which BVH joint plays a role the names do not give away; roles: {', '.join(ROLES)}",
+    )
+    render.add_argument("--start", type=float, metavar="S", help="segment start, seconds")
+    render.add_argument("--end", type=float, metavar="S", help="segment end, seconds")
+    render.add_argument("--joints-out", type=Path, metavar="FILE", help="2D joints per frame, JSON")
     render.add_argument("--out", required=True, type=Path, help="GIF to write")
     render.add_argument("--size", type=int, default=RenderOptions.size, help="longest side, px")
     render.add_argument("--fps", type=float, default=RenderOptions.fps)
@@ -55,6 +70,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _role_joint(text: str) -> tuple[str, str]:
+    role, sep, joint = text.partition("=")
+    if not sep or not joint.strip():
+        raise argparse.ArgumentTypeError(f"expected ROLE=JOINT, got {text!r}")
+    if role.strip() not in ROLES:
+        raise argparse.ArgumentTypeError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+    return role.strip(), joint.strip()
+
+
 def _render(args: argparse.Namespace) -> None:
     if args.up and not args.bvh:
         raise ValueError("--up applies to --bvh only")
@@ -62,44 +86,37 @@ def _render(args: argparse.Namespace) -> None:
         size=args.size, fps=args.fps, max_frames=args.max_frames, workers=args.workers
     )
     character = load_character(args.character)
-    motion = load_motion(args.bvh if args.bvh else args.motion, up=args.up)
-    gif = render_motion(build_rig(character), motion, options)
-    # Write beside the target and rename, so a failure never leaves half a GIF behind.
-    out = args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(gif)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a GIF is for sharing
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    motion = load_motion(
+        args.bvh if args.bvh else args.motion,
+        up=args.up,
+        joint_map=dict(args.map),
+        start_s=args.start,
+        end_s=args.end,
+    )
+    rig = build_rig(character)
+    gif = render_motion(rig, motion, options)
+    document = joints_document(rig, motion, options) if args.joints_out else None
+    write_atomic(args.out, gif)
+    if document is not None:
+        write_atomic(args.joints_out, joints_json(document))
+    note = motion.plan(options.fps, options.max_frames).note()
+    if note:
+        print(f"note: {note}", file=sys.stderr)
 
 
 def _motions(args: argparse.Namespace) -> None:
-    fps = RenderOptions.fps
-    rows = []
-    for name in load_motion_table():
-        motion = load_motion(name)
-        times, _ = frame_schedule(motion.duration_s, fps, RenderOptions.max_frames)
-        rows.append(
-            {
-                "name": name,
-                "duration_s": round(motion.duration_s, 3),
-                "frames": len(times),
-                "description": motion.spec.description,
-            }
-        )
+    rows = [
+        motion_summary(load_motion(name), RenderOptions.fps, RenderOptions.max_frames)
+        for name in load_motion_table()
+    ]
     if args.json:
         print(json.dumps(rows, indent=2))
         return
     for row in rows:
+        cut = f"  (cut after {row['rendered_s']:.2f} s)" if row["cut_s"] else ""
         print(
-            f"{row['name']:<14} {row['duration_s']:6.2f} s  {row['frames']:4d} frames  {row['description']}"
+            f"{row['name']:<14} {row['duration_s']:6.2f} s  {row['frames']:4d} frames"
+            f"{cut}  {row['description']}"
         )
 
 

@@ -24,11 +24,44 @@ import numpy as np
 CHANNEL_NAMES = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation")
 _CHANNEL_CANON = {c.lower(): c for c in CHANNEL_NAMES}
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
-MAX_BVH_BYTES = 64 * 1024 * 1024  # a long mocap take is a few MB; refuse anything absurd
+
+
+@dataclass(frozen=True)
+class BVHLimits:
+    """Size limits, each checked before anything of that size is read or allocated."""
+
+    max_bytes: int = 64 * 1024 * 1024  # a long mocap take is a few MB; refuse anything absurd
+    max_joints: int = 512  # End Sites included; a fingered, twist-boned rig has ~150
+    max_frames: int = 1_000_000
+
+
+FILE_LIMITS = BVHLimits()
+# For a file a client uploads: 2 minutes at 120 fps of a 60-joint rig is ~8 MB.
+UPLOAD_LIMITS = BVHLimits(max_bytes=8 * 1024 * 1024, max_joints=256, max_frames=15_000)
+MAX_BVH_BYTES = FILE_LIMITS.max_bytes
 
 
 class BVHError(ValueError):
-    """A malformed BVH file; the message reads `<source>:<line>: what is wrong`."""
+    """A malformed BVH file; the message reads `<source>:<line>: what is wrong`.
+
+    `line` is that 1-based line number (None when the problem is the file as a whole).
+    """
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class BVHLimitError(BVHError):
+    """A BVH over one of its BVHLimits; `limit` is 'bytes', 'joints' or 'frames'."""
+
+    def __init__(self, message: str, limit: str, line: int | None = None) -> None:
+        super().__init__(message, line)
+        self.limit = limit
+
+
+def _error(source: str, line: int, what: str) -> BVHError:
+    return BVHError(f"{source}:{line}: {what}", line)
 
 
 @dataclass(frozen=True)
@@ -97,13 +130,13 @@ def _number(tok: str, line: int, source: str, what: str) -> float:
     try:
         value = float(tok)
     except ValueError:
-        raise BVHError(f"{source}:{line}: {what} is not a number: {tok!r}") from None
+        raise _error(source, line, f"{what} is not a number: {tok!r}") from None
     if not np.isfinite(value):
-        raise BVHError(f"{source}:{line}: {what} is not finite: {tok!r}")
+        raise _error(source, line, f"{what} is not finite: {tok!r}")
     return value
 
 
-def _parse_hierarchy(toks: list[tuple[str, int]], source: str, end_line: int):
+def _parse_hierarchy(toks: list[tuple[str, int]], source: str, end_line: int, max_joints: int):
     names: list[str] = []
     parents: list[int] = []
     offsets: list[list[float]] = []
@@ -114,10 +147,10 @@ def _parse_hierarchy(toks: list[tuple[str, int]], source: str, end_line: int):
         nonlocal pos
         if pos >= len(toks):
             what = f"expected {expect!r}" if expect else "unexpected end of hierarchy"
-            raise BVHError(f"{source}:{end_line}: {what} before MOTION (unbalanced braces?)")
+            raise _error(source, end_line, f"{what} before MOTION (unbalanced braces?)")
         tok, line = toks[pos]
         if expect is not None and tok.upper() != expect.upper():
-            raise BVHError(f"{source}:{line}: expected {expect!r}, found {tok!r}")
+            raise _error(source, line, f"expected {expect!r}, found {tok!r}")
         pos += 1
         return tok, line
 
@@ -127,10 +160,17 @@ def _parse_hierarchy(toks: list[tuple[str, int]], source: str, end_line: int):
         while pos < len(toks) and toks[pos][0] != "{":
             name_parts.append(take()[0])
         if not end_site and not name_parts:
-            raise BVHError(f"{source}:{toks[pos - 1][1]}: joint without a name")
+            raise _error(source, toks[pos - 1][1], "joint without a name")
         name = f"{names[parent]}_End" if end_site else " ".join(name_parts)
         take("{")
         index = len(names)
+        if index >= max_joints:  # also bounds the recursion depth
+            line = toks[pos - 1][1]
+            raise BVHLimitError(
+                f"{source}:{line}: more than {max_joints} joints (End Sites included)",
+                "joints",
+                line,
+            )
         names.append(name)
         parents.append(parent)
         offsets.append([0.0, 0.0, 0.0])
@@ -148,16 +188,16 @@ def _parse_hierarchy(toks: list[tuple[str, int]], source: str, end_line: int):
                 count_tok, _ = take()
                 count = _number(count_tok, line, source, "channel count")
                 if count != int(count) or not 0 <= count <= 6:
-                    raise BVHError(f"{source}:{line}: bad channel count {count_tok!r}")
+                    raise _error(source, line, f"bad channel count {count_tok!r}")
                 chans = []
                 for _ in range(int(count)):
                     ctok, cline = take()
                     canon = _CHANNEL_CANON.get(ctok.lower())
                     if canon is None:
-                        raise BVHError(f"{source}:{cline}: unknown channel {ctok!r}")
+                        raise _error(source, cline, f"unknown channel {ctok!r}")
                     chans.append(canon)
                 if len(set(chans)) != len(chans):
-                    raise BVHError(f"{source}:{line}: repeated channel in {' '.join(chans)}")
+                    raise _error(source, line, f"repeated channel in {' '.join(chans)}")
                 channels[index] = tuple(chans)
             elif key == "JOINT" and not end_site:
                 joint(index, end_site=False)
@@ -165,29 +205,30 @@ def _parse_hierarchy(toks: list[tuple[str, int]], source: str, end_line: int):
                 take("Site")
                 joint(index, end_site=True)
             else:
-                raise BVHError(f"{source}:{line}: unexpected {tok!r} in joint {name!r}")
+                raise _error(source, line, f"unexpected {tok!r} in joint {name!r}")
         if not seen_offset:
-            raise BVHError(f"{source}:{toks[pos - 1][1]}: joint {name!r} has no OFFSET")
+            raise _error(source, toks[pos - 1][1], f"joint {name!r} has no OFFSET")
 
     tok, line = take("ROOT")
     joint(-1, end_site=False)
     if pos < len(toks):
         tok, line = toks[pos]
-        raise BVHError(f"{source}:{line}: unexpected {tok!r} after the root joint")
+        raise _error(source, line, f"unexpected {tok!r} after the root joint")
     return names, parents, offsets, channels
 
 
-def parse_bvh(text: str, source: str = "<bvh>") -> BVH:
-    """Parse BVH text; anything malformed raises BVHError naming the line."""
+def parse_bvh(text: str, source: str = "<bvh>", limits: BVHLimits = FILE_LIMITS) -> BVH:
+    """Parse BVH text; anything malformed raises BVHError naming the line, anything over
+    `limits` (joints, frames) BVHLimitError."""
     lines = text.splitlines()
     first = next((i for i, s in enumerate(lines) if s.strip()), None)
     if first is None or lines[first].strip().upper() != "HIERARCHY":
-        raise BVHError(f"{source}:{(first or 0) + 1}: expected 'HIERARCHY'")
+        raise _error(source, (first or 0) + 1, "expected 'HIERARCHY'")
     motion_at = next((i for i, s in enumerate(lines) if s.strip().upper() == "MOTION"), None)
     if motion_at is None:
-        raise BVHError(f"{source}:{len(lines)}: no MOTION section (truncated file?)")
+        raise _error(source, len(lines), "no MOTION section (truncated file?)")
     names, parents, offsets, channels = _parse_hierarchy(
-        _tokens(lines, first + 1, motion_at), source, motion_at + 1
+        _tokens(lines, first + 1, motion_at), source, motion_at + 1, limits.max_joints
     )
 
     # MOTION header: "Frames: N" and "Frame Time: t", then one row per frame.
@@ -197,44 +238,25 @@ def parse_bvh(text: str, source: str = "<bvh>") -> BVH:
         while i < len(lines) and not lines[i].strip():
             i += 1
         if i >= len(lines):
-            raise BVHError(f"{source}:{i}: missing '{key.title()}:' line (truncated file?)")
+            raise _error(source, i, f"missing '{key.title()}:' line (truncated file?)")
         label, _, value = lines[i].partition(":")
         if label.strip().lower() != key:
             found = lines[i][:40]
-            raise BVHError(f"{source}:{i + 1}: expected '{key.title()}:', found {found!r}")
+            raise _error(source, i + 1, f"expected '{key.title()}:', found {found!r}")
         header[key] = (_number(value.strip(), i + 1, source, key), i + 1)
         i += 1
     n_frames, frames_line = header["frames"]
     frame_time, time_line = header["frame time"]
     if n_frames != int(n_frames) or n_frames < 1:
-        raise BVHError(f"{source}:{frames_line}: frame count must be a positive integer")
+        raise _error(source, frames_line, "frame count must be a positive integer")
+    if n_frames > limits.max_frames:
+        raise BVHLimitError(
+            f"{source}:{frames_line}: {int(n_frames)} frames, more than the limit of "
+            f"{limits.max_frames}", "frames", frames_line
+        )  # fmt: skip
     if frame_time <= 0:
-        raise BVHError(f"{source}:{time_line}: frame time must be positive")
-    n_frames = int(n_frames)
-
-    n_channels = sum(len(c) for c in channels)
-    rows = [(k + 1, s) for k, s in enumerate(lines[i:], start=i) if s.strip()]
-    if len(rows) < n_frames:
-        raise BVHError(
-            f"{source}:{len(lines)}: {len(rows)} frame rows, header says {n_frames} (truncated?)"
-        )
-    if len(rows) > n_frames:
-        raise BVHError(f"{source}:{rows[n_frames][0]}: more frame rows than 'Frames: {n_frames}'")
-    motion = np.empty((n_frames, n_channels), dtype=np.float64)
-    for f, (line_no, row) in enumerate(rows):
-        values = row.split()
-        if len(values) != n_channels:
-            raise BVHError(
-                f"{source}:{line_no}: frame {f} has {len(values)} values, expected {n_channels}"
-            )
-        try:
-            motion[f] = np.array(values, dtype=np.float64)
-        except ValueError:
-            bad = next(v for v in values if not _is_float(v))
-            raise BVHError(f"{source}:{line_no}: not a number in frame {f}: {bad!r}") from None
-    if not np.all(np.isfinite(motion)):
-        bad_row = int(np.flatnonzero(~np.all(np.isfinite(motion), axis=1))[0])
-        raise BVHError(f"{source}:{rows[bad_row][0]}: non-finite value in frame {bad_row}")
+        raise _error(source, time_line, "frame time must be positive")
+    motion = _frame_table(lines, i, int(n_frames), sum(len(c) for c in channels), source)
     arrays = np.array(parents, dtype=np.int64), np.array(offsets, dtype=np.float64), motion
     for a in arrays:  # shared through caches: nobody may change them in place
         a.flags.writeable = False
@@ -249,24 +271,86 @@ def parse_bvh(text: str, source: str = "<bvh>") -> BVH:
     )
 
 
+def _frame_table(lines: list[str], first: int, n_frames: int, n_channels: int, source: str):
+    """(n_frames, n_channels) float64 from the rows after the MOTION header.
+
+    All rows convert in one call; only when that fails are they walked one by one, to
+    name the line that is wrong.
+    """
+    rows = [(k + 1, s) for k, s in enumerate(lines[first:], start=first) if s.strip()]
+    if len(rows) < n_frames:
+        raise _error(
+            source, len(lines), f"{len(rows)} frame rows, header says {n_frames} (truncated?)"
+        )
+    if len(rows) > n_frames:
+        raise _error(source, rows[n_frames][0], f"more frame rows than 'Frames: {n_frames}'")
+    values = " ".join(row for _, row in rows).split()
+    try:
+        if len(values) != n_frames * n_channels:
+            raise ValueError("count")
+        motion = np.array(values, dtype=np.float64).reshape(n_frames, n_channels)
+    except ValueError:
+        for f, (line_no, row) in enumerate(rows):
+            row_values = row.split()
+            if len(row_values) != n_channels:
+                raise _error(
+                    source,
+                    line_no,
+                    f"frame {f} has {len(row_values)} values, expected {n_channels}",
+                ) from None
+            try:
+                np.array(row_values, dtype=np.float64)
+            except ValueError:
+                bad = next(v for v in row_values if not _is_float(v))
+                raise _error(source, line_no, f"not a number in frame {f}: {bad!r}") from None
+        raise AssertionError("a row failed as a block but not alone") from None  # unreachable
+    if not np.all(np.isfinite(motion)):
+        bad_row = int(np.flatnonzero(~np.all(np.isfinite(motion), axis=1))[0])
+        raise _error(source, rows[bad_row][0], f"non-finite value in frame {bad_row}")
+    return motion
+
+
+def parse_bvh_bytes(
+    data: bytes, source: str = "<upload>", limits: BVHLimits = UPLOAD_LIMITS
+) -> BVH:
+    """Parse a BVH file's bytes (e.g. an upload) within `limits`.
+
+    More than `limits.max_bytes` raises BVHLimitError(limit='bytes') before anything is
+    decoded; text is UTF-8 (a byte-order mark is dropped), or Latin-1 when it is not UTF-8.
+    Everything else as parse_bvh: BVHError naming the line, BVHLimitError for joints/frames.
+    """
+    if len(data) > limits.max_bytes:
+        raise BVHLimitError(
+            f"{source}: {len(data)} bytes, more than the limit of {limits.max_bytes}", "bytes"
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    return parse_bvh(text, source=source, limits=limits)
+
+
 def _is_float(s: str) -> bool:
     try:
-        float(s)
+        np.float64(s)  # what np.array(..., dtype=float64) accepts
     except ValueError:
         return False
     return True
 
 
-def load_bvh(path: str | Path) -> BVH:
+def load_bvh(path: str | Path, limits: BVHLimits = FILE_LIMITS) -> BVH:
     """Read and parse a BVH file; unreadable or malformed files raise BVHError."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_BVH_BYTES:
-            raise BVHError(f"{path}:1: file larger than {MAX_BVH_BYTES} bytes")
-        text = path.read_text(encoding="utf-8", errors="replace")
+        size = path.stat().st_size
+        if size > limits.max_bytes:
+            raise BVHLimitError(
+                f"{path}: {size} bytes, more than the limit of {limits.max_bytes}", "bytes"
+            )
+        data = path.read_bytes()
     except OSError as exc:
         raise BVHError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    return parse_bvh(text, source=str(path))
+    return parse_bvh_bytes(data, source=str(path), limits=limits)
 
 
 def axis_rotations(axis: int, degrees: np.ndarray) -> np.ndarray:
@@ -343,8 +427,8 @@ def _depth_levels(parents: np.ndarray) -> list[np.ndarray]:
     return [np.flatnonzero(depth == d) for d in range(depth.max() + 1)]
 
 
-def forward_kinematics(bvh: BVH) -> np.ndarray:
-    """World positions (F, J, 3) of every joint in every frame, in the file's units.
+def world_transforms(bvh: BVH) -> tuple[np.ndarray, np.ndarray]:
+    """World rotations (F, J, 3, 3) and positions (F, J, 3) of every joint in every frame.
 
     Loops over depth levels of the hierarchy only (about ten), each step vectorised over
     all frames and all joints at that depth.
@@ -361,7 +445,12 @@ def forward_kinematics(bvh: BVH) -> np.ndarray:
         parent_rot = world_rot[:, parent]
         world_rot[:, level] = _mul33(parent_rot, rot[:, level])
         world_pos[:, level] = world_pos[:, parent] + (parent_rot * trans[:, level, None, :]).sum(-1)
-    return world_pos
+    return world_rot, world_pos
+
+
+def forward_kinematics(bvh: BVH) -> np.ndarray:
+    """World positions (F, J, 3) of every joint in every frame, in the file's units."""
+    return world_transforms(bvh)[1]
 
 
 def rest_positions(bvh: BVH) -> np.ndarray:

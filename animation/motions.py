@@ -1,29 +1,46 @@
-"""The motion table (`bvh/motions.yaml`) and motions loaded from it or from any BVH file.
+"""The motion table (`bvh/motions.yaml`), folders of BVH files, and motions loaded from them.
 
-A motion is a BVH clip plus how to retarget it: which BVH joints drive each character bone
-(`bones`: character joint -> [from BVH joint, to BVH joint]; the bone ending at that joint
-points like from -> to), which axis is up, and how each limb group is projected onto the
-picture plane. A BVH file that is not in the table gets all of that worked out from its
-joint names (Hips, LeftUpLeg, mixamorig:LeftArm, lShldr, ...).
+A motion is a BVH clip plus how to retarget it. With no configuration at all, which BVH
+joint is which point of the body is found from the joint names and the hierarchy
+(`roles.py`), which way is up and which way the performer faces from the motion
+(`orientation.py`), and how each limb group is seen from the motion too (`retarget.py`).
+A table entry (or the sidecar YAML of a file in a motions folder) may say any of it:
+
+    file: walk.bvh          # relative to the table
+    description: "..."
+    start_frame: 0          # frame range, end exclusive; or start_s / end_s in seconds
+    end_frame: null
+    up: z                   # x | y | z, optionally signed; default: from the motion
+    map: {left_elbow: LeftForeArm}   # role -> BVH joint, where the names mislead
+    projection: auto        # auto | front | sagittal | best_fit, for every limb group
+    limb_projection: {left_arm: sagittal}   # per limb group
+    bones: {left_elbow: [LeftArm, LeftForeArm]}   # character joint -> [from, to] joints
+
+`bones` is the older, lower-level form of `map`: the character bone ending at that joint
+points the way from -> to does.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
 import yaml
 
-from animation.bvh import BVH, BVHError, load_bvh, rest_positions
+from animation.bvh import BVH, FILE_LIMITS, BVHError, BVHLimits, load_bvh
+from animation.orientation import detect_up
+from animation.roles import ROLES, RoleError, bone_map, find_roles
+from animation.roles import joint_role as joint_role  # re-exported: a motion's joint names
+from animation.timing import ClipPlan, plan_clip
 
 BVH_DIR = Path(__file__).resolve().parent.parent / "bvh"
 MOTION_TABLE = BVH_DIR / "motions.yaml"
 
 UP_AXES = ("x", "y", "z")
-PROJECTIONS = ("front", "best_fit", "sagittal")
+PROJECTIONS = ("auto", "front", "best_fit", "sagittal")
 # Character joints grouped into limbs; a limb group shares one projection.
 LIMB_GROUPS: dict[str, tuple[str, ...]] = {
     "torso": ("hip", "torso", "neck", "left_shoulder", "right_shoulder", "left_hip", "right_hip"),
@@ -36,7 +53,11 @@ DRIVEN_JOINTS: tuple[str, ...] = tuple(j for group in LIMB_GROUPS.values() for j
 
 
 class MotionError(ValueError):
-    """An unknown motion name, a bad table entry, or a BVH the retargeter cannot use."""
+    """An unknown motion name, a bad table entry, or a BVH the retargeter cannot use.
+
+    Reading a malformed BVH raises animation.bvh.BVHError instead (it names the line),
+    except through load_motion, which turns it into a MotionError with the same message.
+    """
 
 
 @dataclass(frozen=True)
@@ -47,11 +68,14 @@ class MotionSpec:
     file: Path
     start_frame: int = 0
     end_frame: int | None = None  # exclusive; None = to the last frame
-    up: str | None = None  # 'x' | 'y' | 'z' (optionally '-y'...), None = detect from rest pose
-    bones: dict[str, tuple[str, str]] = field(default_factory=dict)  # empty = from joint names
-    projection: str = "front"  # default for every limb group
+    up: str | None = None  # 'x' | 'y' | 'z' (optionally '-y'...), None = detect from the motion
+    bones: dict[str, tuple[str, str]] = field(default_factory=dict)  # empty = from the roles
+    projection: str = "auto"  # default for every limb group
     limb_projection: dict[str, str] = field(default_factory=dict)  # limb group -> projection
     description: str = ""
+    joint_map: dict[str, str] = field(default_factory=dict)  # role -> BVH joint (`map:`)
+    start_s: float | None = None  # a segment in seconds, after the frame range
+    end_s: float | None = None
 
     def projection_of(self, group: str) -> str:
         return self.limb_projection.get(group, self.projection)
@@ -65,6 +89,7 @@ class Motion:
     bvh: BVH
     up: str  # resolved: one of 'x', 'y', 'z', '-x', '-y', '-z'
     bones: dict[str, tuple[int, int]]  # character joint -> (from, to) BVH joint indices
+    roles: dict[str, int]  # every role in ROLES -> BVH joint index
 
     @property
     def name(self) -> str:
@@ -75,42 +100,52 @@ class Motion:
         """Length of one loop: first frame to last frame."""
         return max(self.bvh.n_frames - 1, 1) * self.bvh.frame_time
 
-    @property
-    def leg_joints(self) -> dict[str, tuple[int, int, int]]:
-        """BVH (up-leg, knee, ankle) indices of each leg, from the bone map."""
-        out = {}
-        for side in ("left", "right"):
-            hip_from, knee = self.bones[f"{side}_knee"]
-            _, ankle = self.bones[f"{side}_foot"]
-            out[side] = (hip_from, knee, ankle)
-        return out
+    def plan(self, fps: float, max_frames: int) -> ClipPlan:
+        """When to sample this motion for a render at `fps`, and what is cut."""
+        return plan_clip(self.duration_s, fps, max_frames)
 
 
 # ---- motion table -----------------------------------------------------------------------
 
 
-def _parse_spec(name: str, entry: object, base: Path, source: Path) -> MotionSpec:
+def _parse_spec(name: str, entry: object, base: Path, source: object) -> MotionSpec:
     if not isinstance(entry, dict) or "file" not in entry:
         raise MotionError(f"{source}: motion {name!r} needs a mapping with 'file'")
+    unknown = set(entry) - _ENTRY_KEYS
+    if unknown:
+        raise MotionError(f"{source}: motion {name!r}: unknown keys {sorted(unknown)}")
+
+    def seconds(key: str) -> float | None:
+        return None if entry.get(key) is None else float(entry[key])
+
     try:
         bones = {str(k): (str(v[0]), str(v[1])) for k, v in (entry.get("bones") or {}).items()}
         spec = MotionSpec(
             name=name,
             file=(base / str(entry["file"])).resolve(),
-            start_frame=int(entry.get("start_frame", 0)),
+            start_frame=int(entry.get("start_frame") or 0),
             end_frame=None if entry.get("end_frame") is None else int(entry["end_frame"]),
             up=None if entry.get("up") is None else str(entry["up"]).lower(),
             bones=bones,
-            projection=str(entry.get("projection", "front")),
+            projection=str(entry.get("projection", "auto")),
             limb_projection={
                 str(k): str(v) for k, v in (entry.get("limb_projection") or {}).items()
             },
             description=str(entry.get("description", "")),
+            joint_map={str(k): str(v) for k, v in (entry.get("map") or {}).items()},
+            start_s=seconds("start_s"),
+            end_s=seconds("end_s"),
         )
     except (TypeError, ValueError, IndexError, AttributeError) as exc:
         raise MotionError(f"{source}: motion {name!r}: {exc}") from exc
     _check_spec(spec, source)
     return spec
+
+
+_ENTRY_KEYS = {
+    "file", "description", "start_frame", "end_frame", "start_s", "end_s", "up", "map",
+    "projection", "limb_projection", "bones",
+}  # fmt: skip
 
 
 def _check_spec(spec: MotionSpec, source: object) -> None:
@@ -125,8 +160,14 @@ def _check_spec(spec: MotionSpec, source: object) -> None:
     unknown = set(spec.bones) - set(DRIVEN_JOINTS)
     if unknown:
         raise MotionError(f"{where}: unknown character joints in bones: {sorted(unknown)}")
+    unknown = set(spec.joint_map) - set(ROLES)
+    if unknown:
+        raise MotionError(f"{where}: unknown roles in map: {sorted(unknown)}; roles: {ROLES}")
     if spec.start_frame < 0 or (spec.end_frame is not None and spec.end_frame <= spec.start_frame):
         raise MotionError(f"{where}: bad frame range [{spec.start_frame}, {spec.end_frame})")
+    start, end = spec.start_s, spec.end_s
+    if (start is not None and start < 0) or (end is not None and end <= (start or 0.0)):
+        raise MotionError(f"{where}: bad segment start_s={start}, end_s={end}")
 
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is 10x faster
@@ -166,137 +207,6 @@ def default_motions(table: dict[str, MotionSpec] | None = None) -> list[str]:
     return list((table if table is not None else load_motion_table()).keys())
 
 
-# ---- joint names --------------------------------------------------------------------------
-
-# Canonical body parts and the names different tools give them (lower case, no separators).
-_PART_ALIASES: dict[str, tuple[str, ...]] = {
-    "hips": ("hips", "hip", "pelvis", "root"),
-    "neck": ("neck", "neck1", "neck01"),
-    "head": ("head",),
-    "shoulder": ("shoulder", "collar", "clavicle"),
-    "arm": ("arm", "uparm", "upperarm", "humerus", "shldr", "shoulderjoint"),
-    "forearm": ("forearm", "lowerarm", "elbow", "radius", "forarm"),
-    "hand": ("hand", "wrist"),
-    "upleg": ("upleg", "upperleg", "thigh", "femur", "hip", "leg1"),
-    "leg": ("leg", "lowerleg", "knee", "shin", "tibia", "calf", "leg2"),
-    "foot": ("foot", "ankle"),
-}
-_SIDES = {"left": "left", "l": "left", "right": "right", "r": "right"}
-_SPINE = re.compile(r"^(spine|chest|upperchest|abdomen|torso|back|lowerback)\d*$")
-
-
-def joint_role(name: str) -> str | None:
-    """Canonical role of a BVH joint name ('hips', 'left_arm', 'spine', ...) or None."""
-    n = name.split(":")[-1].lower()  # mixamorig:LeftArm -> leftarm
-    n = re.sub(r"^(mixamorig|bip\d*[ _]|def[-_])", "", n)  # Mixamo, 3ds Max Biped, Rigify
-    n = re.sub(r"[^a-z0-9]+", "_", n).strip("_")
-    flat = n.replace("_", "")
-    candidates: list[tuple[str | None, str]] = []
-    for prefix, side in _SIDES.items():  # LeftArm, l_arm, lShldr
-        if flat.startswith(prefix):
-            candidates.append((side, flat[len(prefix) :]))
-    for suffix, side in _SIDES.items():  # arm_l, Arm.L, hand_left
-        if n.endswith("_" + suffix):
-            candidates.append((side, n[: -len(suffix) - 1].replace("_", "")))
-    candidates.append((None, flat))
-    for side, part in candidates:
-        for canon, aliases in _PART_ALIASES.items():
-            if part not in aliases:
-                continue
-            sided = canon not in ("hips", "neck", "head")
-            if sided and side is not None:
-                return f"{side}_{canon}"
-            if not sided and side is None:
-                return canon
-    if _SPINE.match(flat):
-        return "spine"
-    return None
-
-
-def _roles(bvh: BVH) -> dict[str, int]:
-    """First joint (closest to the root) of each role."""
-    roles: dict[str, int] = {}
-    for j, name in enumerate(bvh.names):
-        if bvh.is_end_site(j):
-            continue
-        role = joint_role(name)
-        if role is not None and role not in roles:
-            roles[role] = j
-    if "hips" not in roles and bvh.names:
-        roles["hips"] = 0  # the root is the pelvis in every humanoid BVH
-    return roles
-
-
-def _ancestors(bvh: BVH, j: int) -> list[int]:
-    out = [j]
-    while bvh.parents[out[-1]] >= 0:
-        out.append(int(bvh.parents[out[-1]]))
-    return out
-
-
-def _common_ancestor(bvh: BVH, a: int, b: int) -> int:
-    up_b = set(_ancestors(bvh, b))
-    return next(j for j in _ancestors(bvh, a) if j in up_b)
-
-
-def auto_bones(bvh: BVH) -> dict[str, tuple[str, str]]:
-    """Bone map worked out from joint names; MotionError lists what is missing."""
-    roles = _roles(bvh)
-    need = ["hips"] + [f"{s}_{p}" for s in ("left", "right")
-                       for p in ("arm", "forearm", "hand", "upleg", "leg", "foot")]  # fmt: skip
-    missing = [r for r in need if r not in roles]
-    if "head" not in roles and "neck" not in roles:
-        missing.append("head")
-    if missing:
-        raise MotionError(
-            f"{bvh.source}: cannot find joints for {', '.join(missing)} among "
-            f"{', '.join(bvh.names[:40])}; name them like Hips, LeftArm, LeftUpLeg, ..."
-        )
-    name = bvh.names
-    hips = roles["hips"]
-    chest = _common_ancestor(bvh, roles["left_arm"], roles["right_arm"])
-    head = roles.get("head", roles.get("neck"))
-    if head == chest:  # no joint above the shoulders but the chest: use its tip
-        tips = [c for c in bvh.children(head) if c not in _ancestors(bvh, roles["left_arm"])]
-        head = tips[0] if tips else head
-    # The character's neck bone runs from the shoulders to the nose: take the BVH neck to
-    # the top of the head, so that a head tilt shows.
-    neck = roles.get("neck", chest)
-    tips = bvh.children(head)
-    head_top = tips[0] if len(tips) == 1 and neck != head else head
-    bones = {
-        "hip": (name[hips], name[chest]),
-        "torso": (name[hips], name[chest]),
-        "neck": (name[neck], name[head_top]),
-    }
-    other = {"left": "right", "right": "left"}
-    for side in ("left", "right"):
-        r = {
-            p: name[roles[f"{side}_{p}"]]
-            for p in ("arm", "forearm", "hand", "upleg", "leg", "foot")
-        }
-        # Shoulders and hips point along the shoulder and hip lines, as drawings have them.
-        bones[f"{side}_shoulder"] = (name[roles[f"{other[side]}_arm"]], r["arm"])
-        bones[f"{side}_elbow"] = (r["arm"], r["forearm"])
-        bones[f"{side}_hand"] = (r["forearm"], r["hand"])
-        bones[f"{side}_hip"] = (name[roles[f"{other[side]}_upleg"]], r["upleg"])
-        bones[f"{side}_knee"] = (r["upleg"], r["leg"])
-        bones[f"{side}_foot"] = (r["leg"], r["foot"])
-    return bones
-
-
-def detect_up(bvh: BVH, bones: dict[str, tuple[int, int]]) -> str:
-    """The axis pointing from the hips to the head in the rest pose, e.g. 'y' or '-z'."""
-    rest = rest_positions(bvh)
-    head = bones["neck"][1]
-    hips = bones["torso"][0]
-    v = rest[head] - rest[hips]
-    if np.linalg.norm(v) < 1e-9:
-        raise MotionError(f"{bvh.source}: head and hips coincide in the rest pose; give 'up'")
-    axis = int(np.argmax(np.abs(v)))
-    return ("" if v[axis] > 0 else "-") + UP_AXES[axis]
-
-
 # ---- loading ------------------------------------------------------------------------------
 
 
@@ -314,6 +224,18 @@ def _resolve_bones(bvh: BVH, bones: dict[str, tuple[str, str]]) -> dict[str, tup
     return out
 
 
+def _roles_of_bones(bones: dict[str, tuple[int, int]]) -> dict[str, int]:
+    """The body points a complete bone map drives from (its older, lower-level form)."""
+    roles = {"hips": bones["torso"][0], "chest": bones["torso"][1]}
+    roles["neck"], roles["head"] = bones["neck"]
+    for side in ("left", "right"):
+        roles[f"{side}_shoulder"], roles[f"{side}_elbow"] = bones[f"{side}_elbow"]
+        roles[f"{side}_hand"] = bones[f"{side}_hand"][1]
+        roles[f"{side}_hip"], roles[f"{side}_knee"] = bones[f"{side}_knee"]
+        roles[f"{side}_foot"] = bones[f"{side}_foot"][1]
+    return roles
+
+
 def _read_bvh(path: Path) -> BVH:
     """load_bvh, cached until the file changes (the motions are read on every request)."""
     try:
@@ -328,22 +250,75 @@ def _read_bvh_cached(stamp: tuple[str, int, int], shown_as: str) -> BVH:
     return load_bvh(shown_as)
 
 
-def motion_from_spec(spec: MotionSpec, bvh: BVH | None = None, up: str | None = None) -> Motion:
-    """Load (or take) the spec's BVH, trim it and complete its bone map and up axis."""
-    if bvh is None:
-        bvh = _read_bvh(spec.file)
+def _segment(bvh: BVH, spec: MotionSpec) -> BVH:
+    """The spec's frame range, then its segment in seconds (both ends included)."""
     if spec.start_frame >= bvh.n_frames:
         raise MotionError(f"{bvh.source}: start frame {spec.start_frame} >= {bvh.n_frames} frames")
     bvh = bvh.trimmed(spec.start_frame, spec.end_frame)
+    if spec.start_s is None and spec.end_s is None:
+        return bvh
+    length_s = (bvh.n_frames - 1) * bvh.frame_time
+    start = round((spec.start_s or 0.0) / bvh.frame_time)
+    if start > bvh.n_frames - 2:
+        raise MotionError(
+            f"{bvh.source}: the segment starts at {spec.start_s:g} s, but the clip is "
+            f"{length_s:.3f} s long"
+        )
+    end = bvh.n_frames if spec.end_s is None else round(spec.end_s / bvh.frame_time) + 1
+    return bvh.trimmed(start, max(end, start + 2))
+
+
+def motion_from_spec(
+    spec: MotionSpec,
+    bvh: BVH | None = None,
+    up: str | None = None,
+    joint_map: Mapping[str, str] | None = None,
+) -> Motion:
+    """Load (or take) the spec's BVH, trim it and complete its roles, bones and up axis.
+
+    `up` and `joint_map` (role -> BVH joint) add to the spec's own. Raises MotionError
+    (a role that cannot be found says what was found and what is missing).
+    """
+    if bvh is None:
+        bvh = _read_bvh(spec.file)
+    bvh = _segment(bvh, spec)
     names = dict(spec.bones)
-    if set(names) != set(DRIVEN_JOINTS):
-        names = {**auto_bones(bvh), **names}
+    given = {**spec.joint_map, **(joint_map or {})}
+    unknown = set(given) - set(ROLES)
+    if unknown:
+        raise MotionError(
+            f"unknown roles {sorted(unknown)} in the joint map; roles: {', '.join(ROLES)}"
+        )
+    if set(names) != set(DRIVEN_JOINTS) or given:
+        try:
+            auto = bone_map(find_roles(bvh, given), bvh.names)
+        except RoleError as exc:
+            raise MotionError(str(exc)) from exc
+        names = {**auto, **names}
     bones = _resolve_bones(bvh, names)
+    roles = _roles_of_bones(bones)
     up = up or spec.up
     if up is not None and up.lstrip("+-") not in UP_AXES:
         raise MotionError(f"up must be one of x, y, z, got {up!r}")
-    resolved_up = up.lstrip("+") if up else detect_up(bvh, bones)
-    return Motion(spec=replace(spec, bones=names), bvh=bvh, up=resolved_up, bones=bones)
+    resolved_up = up.lstrip("+") if up else detect_up(bvh, roles)
+    spec = replace(spec, bones=names, joint_map=given)
+    return Motion(spec=spec, bvh=bvh, up=resolved_up, bones=bones, roles=roles)
+
+
+def motion_from_bvh(
+    bvh: BVH,
+    name: str = "custom",
+    *,
+    joint_map: Mapping[str, str] | None = None,
+    up: str | None = None,
+    start_s: float | None = None,
+    end_s: float | None = None,
+) -> Motion:
+    """A motion from a parsed BVH (an upload: see animation.bvh.parse_bvh_bytes), with no
+    configuration beyond what is given. Raises MotionError."""
+    spec = MotionSpec(name=name, file=Path(bvh.source), start_s=start_s, end_s=end_s)
+    _check_spec(spec, bvh.source)
+    return motion_from_spec(spec, bvh=bvh, up=up, joint_map=joint_map)
 
 
 def load_motion(
@@ -351,24 +326,96 @@ def load_motion(
     *,
     up: str | None = None,
     table: dict[str, MotionSpec] | None = None,
+    joint_map: Mapping[str, str] | None = None,
+    start_s: float | None = None,
+    end_s: float | None = None,
 ) -> Motion:
-    """A motion from the table by name, or a `.bvh` file by path (configured from its names).
+    """A motion from the table by name, or a `.bvh` file by path (configured from itself).
 
-    Only names ending in `.bvh` are read as paths, so a name taken from a request can never
-    open another file; a service should still accept table names only.
+    `start_s`/`end_s` pick a segment (seconds into the table's frame range). Only names
+    ending in `.bvh` are read as paths, so a name taken from a request can never open
+    another file; a service should still accept table names only.
     """
     key = str(name_or_path)
     if table is None and not key.lower().endswith(".bvh"):
         table = load_motion_table()
     if table is not None and key in table:
-        return motion_from_spec(table[key], up=up)
-    path = Path(key)
-    if path.suffix.lower() == ".bvh":
+        spec = table[key]
+        bvh = None
+    elif Path(key).suffix.lower() == ".bvh":
         try:
-            bvh = _read_bvh(path)
+            bvh = _read_bvh(Path(key))
         except BVHError as exc:
             raise MotionError(str(exc)) from exc
-        spec = MotionSpec(name=path.stem, file=path.resolve())
-        return motion_from_spec(spec, bvh=bvh, up=up)
-    known = ", ".join(table) if table else "none"
-    raise MotionError(f"unknown motion {key!r}; known: {known}")
+        spec = MotionSpec(name=Path(key).stem, file=Path(key).resolve())
+    else:
+        known = ", ".join(table) if table else "none"
+        raise MotionError(f"unknown motion {key!r}; known: {known}")
+    if start_s is not None or end_s is not None:
+        spec = replace(
+            spec,
+            start_s=start_s if start_s is not None else spec.start_s,
+            end_s=end_s if end_s is not None else spec.end_s,
+        )
+        _check_spec(spec, "segment")
+    return motion_from_spec(spec, bvh=bvh, up=up, joint_map=joint_map)
+
+
+# ---- a folder of motions ------------------------------------------------------------------
+
+MOTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+def load_motion_folder(
+    folder: str | Path, limits: BVHLimits = FILE_LIMITS
+) -> dict[str, MotionSpec]:
+    """Every `NAME.bvh` in `folder` as motion NAME, sorted by name, each checked now.
+
+    A sidecar `NAME.yaml` beside the file may hold any key of a motion-table entry (`map`,
+    `up`, `start_s`, `end_s`, `description`, `projection`, ...; `file` defaults to
+    NAME.bvh). Every file is parsed and its roles found here, so that a bad file fails at
+    start with a MotionError naming it (and the line, for a malformed BVH), not on the
+    first request. Merge with the shipped table as `{**load_motion_table(), **folder}`:
+    a folder motion with a shipped motion's name replaces it.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise MotionError(f"{folder}: motions folder is not a directory")
+    specs: dict[str, MotionSpec] = {}
+    for path in sorted(folder.glob("*.bvh")) + sorted(folder.glob("*.BVH")):
+        name = path.stem
+        if not MOTION_NAME.match(name):
+            raise MotionError(f"{path}: a motion name is letters, digits, '_' and '-' (1-64)")
+        entry: dict = {"file": path.name}
+        sidecar = path.with_suffix(".yaml")
+        if sidecar.is_file():
+            try:
+                extra = yaml.load(sidecar.read_text(), Loader=_YAML_LOADER) or {}
+            except (OSError, yaml.YAMLError) as exc:
+                raise MotionError(f"{sidecar}: cannot read: {exc}") from exc
+            if not isinstance(extra, dict):
+                raise MotionError(f"{sidecar}: needs a mapping of motion-table keys")
+            entry = {**entry, **extra}
+        spec = _parse_spec(name, entry, folder, sidecar if sidecar.is_file() else path)
+        try:
+            bvh = load_bvh(spec.file, limits)
+        except BVHError as exc:
+            raise MotionError(str(exc)) from exc
+        motion_from_spec(spec, bvh=bvh)  # roles, up axis, segment: fail now, not later
+        specs[name] = spec
+    return specs
+
+
+def motion_summary(motion: Motion, fps: float, max_frames: int) -> dict:
+    """What a listing (the CLI's `motions`, the gateway's /motions) shows of a motion at
+    `fps`: name, duration_s, fps, frames, rendered_s and cut_s (0 when nothing is cut)."""
+    plan = motion.plan(fps, max_frames)
+    return {
+        "name": motion.name,
+        "duration_s": round(motion.duration_s, 3),
+        "fps": fps,
+        "frames": plan.frames,
+        "rendered_s": round(plan.rendered_s, 3),
+        "cut_s": round(plan.cut_s, 3),
+        "description": motion.spec.description,
+    }

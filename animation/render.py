@@ -20,6 +20,7 @@ from animation.motions import Motion, load_motion
 from animation.rasterise import (
     SAMPLE_SPACING,
     TRANSPARENT,
+    Camera,
     fit_camera,
     outline_weights,
     quantise_texture,
@@ -103,12 +104,7 @@ def render_joints(
     vertices = rig.arap.solve(joints)  # (F, N, 2)
     frames = len(vertices)
     clock.lap("solve")
-    flat = np.concatenate([vertices[..., 0].T, vertices[..., 1].T], axis=1)  # (N, 2F)
-    extent = rig.outline @ flat
-    xs, ys = extent[:, :frames], extent[:, frames:]
-    camera = fit_camera(
-        np.array([xs.min(), ys.min()]), np.array([xs.max(), ys.max()]), options.size
-    )
+    camera = clip_camera(rig, vertices, options.size)
     placed = vertices * camera.scale + camera.offset
     levels = stretch_levels(rig.mesh, vertices)
     samples = texture_samples(rig.mesh, rig.index, SAMPLE_SPACING / camera.scale, levels)
@@ -137,6 +133,23 @@ def render_joints(
         gif = encode_gif(chunks(), rig.palette, delays_cs, TRANSPARENT, pool, timings)
     clock.restart()
     return gif
+
+
+def clip_camera(rig: Rig, vertices: np.ndarray, size: int) -> Camera:
+    """The one camera of a clip: fitted to the figure's outline over all frames
+    (vertices: (F, N, 2) deformed mesh in texture px), longest side `size` px."""
+    frames = len(vertices)
+    flat = np.concatenate([vertices[..., 0].T, vertices[..., 1].T], axis=1)  # (N, 2F)
+    extent = rig.outline @ flat
+    xs, ys = extent[:, :frames], extent[:, frames:]
+    return fit_camera(np.array([xs.min(), ys.min()]), np.array([xs.max(), ys.max()]), size)
+
+
+def output_joints(rig: Rig, joints: np.ndarray, size: int) -> tuple[np.ndarray, tuple[int, int]]:
+    """Joint positions (F, 16, 2) in texture px -> the same in the output's pixels, placed by
+    the camera render_joints uses for these frames, and the output's (width, height)."""
+    camera = clip_camera(rig, rig.arap.solve(np.asarray(joints, dtype=np.float64)), size)
+    return joints * camera.scale + camera.offset, (camera.width, camera.height)
 
 
 def _collect(future: Future, timings: dict[str, float] | None) -> np.ndarray:

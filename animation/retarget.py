@@ -1,30 +1,36 @@
 """Retargeting: a 3D BVH motion drives a flat character's 16 joints in its own pixels.
 
 Per output frame:
-1. BVH joint positions (forward kinematics) are interpolated at the wanted time.
-2. Each limb group is projected onto a picture plane: the front view (the figure faces
-   the viewer, so the BVH's left side lands on the image's right), the vertical plane
-   that best fits that limb's motion (arms reaching forward would vanish in a front
-   view; in their own plane they read as reaching out, each to its own side), or the
-   side view (sagittal: the figure's forward is the image's right for every group so
-   projected, so two arms reaching forward both point that way, as in a profile).
+1. BVH joint positions (forward kinematics) are put in the performer's own frame
+   (`orientation.py`: lateral, up, forward), so the axes, the unit and the way the
+   performer faces in the file change nothing.
+2. Each limb group is seen from its own side (`Views`): the front (the figure faces the
+   viewer, so the BVH's left side lands on the image's right), the side (the figure's
+   forward is the image's right, for every group so seen), or the vertical plane that
+   best fits the group's bones over the clip. With projection `auto` (any BVH without a
+   table entry) the motion decides: a group whose bones reach out sideways is seen from
+   the front (a jumping jack opens out), one whose bones reach forward and back from the
+   side (a zombie's arms reach forward, a walk strides), one in between in its best-fit
+   plane. Both arms (both legs) are seen the same way, the right mirrored. The shoulder
+   and hip lines are always seen from the front.
 3. Each character bone points where its driving BVH bone points in 2D and keeps the
    character's own length, so the drawing never stretches.
-4. The root moves with the BVH hips, scaled by character leg length / BVH leg length;
-   vertically the lowest foot stays on the ground line (the lowest foot of the rest
-   drawing) whenever the BVH's feet are on its floor, and rises when the BVH leaves it.
+4. The root moves with the BVH hips' sideways travel (in the performer's frame), scaled by
+   character leg length / BVH leg length; vertically the lowest foot stays on the ground
+   line (the lowest foot of the rest drawing) whenever the BVH's feet are on its floor,
+   and rises when the BVH leaves it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
-from animation.bvh import rest_positions
 from animation.motions import LIMB_GROUPS, Motion
+from animation.orientation import BodyAxes, body_axes
 from animation.skeleton import JOINT_INDEX, JOINTS, PARENT_INDEX, Skeleton
 
-_UNIT = {"x": 0, "y": 1, "z": 2}
-_SIDE = {"left": 1.0, "right": -1.0}
 # A bone whose projection is short against its 3D length points nearly at the camera and
 # its 2D direction is noise (it flips as the bone passes the view axis). Below _FORESHORTENED
 # of its length it keeps the drawing's direction; up to _CLEAR it blends into the BVH's.
@@ -33,72 +39,128 @@ _CHARACTER_LEGS = [
     (JOINT_INDEX[f"{side}_hip"], JOINT_INDEX[f"{side}_knee"], JOINT_INDEX[f"{side}_foot"])
     for side in ("left", "right")
 ]
+# Bones along the shoulder and hip lines: seen from the front whatever their group's view.
+_GIRDLE = ("left_shoulder", "right_shoulder", "left_hip", "right_hip")
+# Limb pairs that `auto` sees the same way (the right limb mirrored).
+_PAIRS = {"arms": ("left_arm", "right_arm"), "legs": ("left_leg", "right_leg"), "torso": ("torso",)}
+# `auto`: below this mean squared horizontal part (of unit bone directions) a group only
+# points up and down and the front view shows it as well as any; a principal horizontal
+# direction within _FRONT_DEG of the performer's left is seen from the front, beyond
+# _SIDE_DEG from the side, in between in its own plane; with a second principal
+# direction above _ISOTROPIC of the first (the group points every way) the front wins.
+_VERTICAL, _FRONT_DEG, _SIDE_DEG, _ISOTROPIC = 0.02, 30.0, 60.0, 0.5
+
+LATERAL = np.array([1.0, 0.0, 0.0])  # body coordinates: (lateral, up, forward)
+FORWARD = np.array([0.0, 0.0, 1.0])
 
 
-def _axis_vector(up: str) -> np.ndarray:
-    v = np.zeros(3)
-    v[_UNIT[up[-1]]] = -1.0 if up.startswith("-") else 1.0
-    return v
+@dataclass(frozen=True)
+class View:
+    """How a limb group is seen: image x = `horizontal` (a unit body-frame direction with no
+    up part), image y = down."""
+
+    kind: str  # 'front' | 'side' | 'plane'
+    horizontal: np.ndarray  # (3,) in body coordinates (lateral, up, forward)
+
+    def basis(self) -> np.ndarray:
+        """(2, 3) rows mapping a body-frame vector to picture (x right, y down)."""
+        return np.stack([self.horizontal, [0.0, -1.0, 0.0]])
 
 
-def body_frame(motion: Motion, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unit `up` and `lateral` (the BVH figure's left) vectors from the first frame."""
-    up = _axis_vector(motion.up)
-    left_hip, right_hip = motion.bones["left_hip"][1], motion.bones["right_hip"][1]
-    left_arm, right_arm = motion.bones["left_elbow"][0], motion.bones["right_elbow"][0]
-    across = (positions[0, left_hip] - positions[0, right_hip]) + (
-        positions[0, left_arm] - positions[0, right_arm]
-    )
-    across = across - up * (across @ up)
-    norm = np.linalg.norm(across)
-    if norm < 1e-9:  # left and right coincide: fall back to the usual BVH convention
-        across = np.array([1.0, 0.0, 0.0]) if up[0] == 0 else np.array([0.0, 1.0, 0.0])
-        across = across - up * (across @ up)
-        norm = np.linalg.norm(across)
-    return up, across / norm
+FRONT = View("front", LATERAL)
+SIDE = View("side", FORWARD)
 
 
-def _group_basis(
-    motion: Motion, positions: np.ndarray, group: str, up: np.ndarray, lateral: np.ndarray
-) -> np.ndarray:
-    """(2, 3) rows mapping a 3D vector to picture (x right, y down) for one limb group."""
-    projection = motion.spec.projection_of(group)
-    if projection == "front":
-        return np.stack([lateral, -up])
-    if projection == "sagittal":
-        # BVH is right-handed, so left x up is the way the figure faces, whatever its axes.
-        return np.stack([np.cross(lateral, up), -up])
-    # Best-fit vertical plane: its horizontal axis is the main horizontal direction the
-    # limb's bones take over the clip.
+def _bone_vectors(motion: Motion, axes: BodyAxes, joints: tuple[str, ...]) -> np.ndarray:
+    """Unit body-frame directions (F * len(joints), 3) of the BVH bones driving `joints`."""
+    pos = motion.bvh.positions
     vectors = np.concatenate(
-        [
-            positions[:, b] - positions[:, a]
-            for a, b in (motion.bones[j] for j in LIMB_GROUPS[group])
-        ]
+        [axes.body_coords(pos[:, b] - pos[:, a]) for a, b in (motion.bones[j] for j in joints)]
     )
-    horizontal = vectors - np.outer(vectors @ up, up)
-    _, spread, vt = np.linalg.svd(horizontal, full_matrices=False)
-    axis = vt[0] - up * (vt[0] @ up)
-    scale = np.linalg.norm(vectors, axis=1).mean()
-    if spread[0] < 1e-3 * scale * np.sqrt(len(vectors)) or np.linalg.norm(axis) < 0.5:
-        return np.stack([lateral, -up])  # the limb only ever points up or down: any plane will do
-    axis /= np.linalg.norm(axis)
-    # Orient it so the limb reaches out to its own side of the picture (the BVH's left
-    # arm to the image's right), keeping the mirror of the front view.
-    side = _SIDE.get(group.split("_")[0], 0.0)
-    reach = horizontal.mean(axis=0) @ axis if side else axis @ lateral
-    if (side or 1.0) * reach < 0:
+    norm = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors[norm[:, 0] > 1e-12] / norm[norm[:, 0] > 1e-12]
+
+
+def _plane_axis(vectors: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Principal horizontal direction (3,) of unit body-frame vectors (N, 3), its share of
+    the vectors' length (mean squared horizontal part) and the second direction's ratio."""
+    horizontal = vectors[:, [0, 2]]
+    moment = horizontal.T @ horizontal / max(len(vectors), 1)
+    values, directions = np.linalg.eigh(moment)
+    main = directions[:, 1]
+    ratio = float(values[0] / values[1]) if values[1] > 1e-12 else 1.0
+    return np.array([main[0], 0.0, main[1]]), float(np.trace(moment)), ratio
+
+
+def _auto_view(vectors: np.ndarray) -> View:
+    """The view that shows unit body-frame bone directions (N, 3) best."""
+    axis, spread, ratio = _plane_axis(vectors)
+    if spread < _VERTICAL or ratio > _ISOTROPIC:
+        return FRONT
+    angle = np.degrees(np.arctan2(abs(axis[2]), abs(axis[0])))  # 0: sideways, 90: forward
+    if angle <= _FRONT_DEG:
+        return FRONT
+    if angle >= _SIDE_DEG:
+        return SIDE
+    return View("plane", axis if axis[0] > 0 else -axis)  # outward goes outward, as in front
+
+
+def _best_fit_view(vectors: np.ndarray, outward: float) -> View:
+    """The table's `best_fit`: the group's own vertical plane, oriented so that the limb
+    reaches out to its own side of the picture (`outward` +1 left limb, -1 right, 0 torso:
+    the performer's left to the image's right)."""
+    axis, spread, _ = _plane_axis(vectors)
+    if spread < 1e-6:  # the limb only ever points up or down: any plane will do
+        return FRONT
+    reach = vectors.mean(axis=0) @ axis if outward else axis[0]
+    if (outward or 1.0) * reach < 0:
         axis = -axis
-    return np.stack([axis, -up])
+    return View("plane", axis)
 
 
-def _interpolate(positions: np.ndarray, frame_time: float, times_s: np.ndarray) -> np.ndarray:
-    """Positions at arbitrary times, linear between neighbouring source frames."""
-    t = np.clip(np.asarray(times_s, dtype=np.float64) / frame_time, 0, positions.shape[0] - 1)
-    i0 = np.minimum(np.floor(t).astype(np.int64), positions.shape[0] - 1)
-    i1 = np.minimum(i0 + 1, positions.shape[0] - 1)
-    w = (t - i0)[:, None, None]
-    return positions[i0] * (1 - w) + positions[i1] * w
+def choose_views(motion: Motion, axes: BodyAxes | None = None) -> dict[str, View]:
+    """The view of every limb group (LIMB_GROUPS), from the table or from the motion."""
+    axes = axes or motion_axes(motion)
+    views: dict[str, View] = {}
+    for groups in _PAIRS.values():
+        auto = [g for g in groups if motion.spec.projection_of(g) == "auto"]
+        if auto:
+            pooled = []
+            for g in auto:
+                v = _bone_vectors(motion, axes, _group_bones(g))
+                pooled.append(v * [-1.0, 1.0, 1.0] if g.startswith("right") else v)
+            view = _auto_view(np.concatenate(pooled))
+            for g in auto:
+                mirrored = g.startswith("right") and view.kind == "plane"
+                views[g] = View(view.kind, view.horizontal * [-1.0, 1.0, 1.0]) if mirrored else view
+        for g in groups:
+            projection = motion.spec.projection_of(g)
+            if projection == "front":
+                views[g] = FRONT
+            elif projection == "sagittal":
+                views[g] = SIDE
+            elif projection == "best_fit":
+                outward = {"left": 1.0, "right": -1.0}.get(g.split("_")[0], 0.0)
+                views[g] = _best_fit_view(_bone_vectors(motion, axes, _group_bones(g)), outward)
+    return views
+
+
+def _group_bones(group: str) -> tuple[str, ...]:
+    return tuple(j for j in LIMB_GROUPS[group] if j not in _GIRDLE)
+
+
+def motion_axes(motion: Motion) -> BodyAxes:
+    """The performer's frame in every source frame of the motion."""
+    return body_axes(motion.bvh.positions, motion.roles, motion.up, motion.bvh.frame_time)
+
+
+def _interpolate(values: np.ndarray, frame_time: float, times_s: np.ndarray) -> np.ndarray:
+    """Per-source-frame values (F, ...) at arbitrary times, linear between neighbours."""
+    t = np.clip(np.asarray(times_s, dtype=np.float64) / frame_time, 0, values.shape[0] - 1)
+    i0 = np.minimum(np.floor(t).astype(np.int64), values.shape[0] - 1)
+    i1 = np.minimum(i0 + 1, values.shape[0] - 1)
+    w = (t - i0).reshape((-1,) + (1,) * (values.ndim - 1))
+    return values[i0] * (1 - w) + values[i1] * w
 
 
 def _descendants(parents: np.ndarray, roots: list[int]) -> list[int]:
@@ -119,22 +181,21 @@ def _leg_length(points: np.ndarray, legs: list[tuple[int, int, int]]) -> float:
     )  # fmt: skip
 
 
-def retarget(skeleton: Skeleton, motion: Motion, times_s: np.ndarray) -> np.ndarray:
-    """Character joint positions (F, 16, 2) in the texture's pixels at each time."""
-    all_pos = motion.bvh.positions
-    up, lateral = body_frame(motion, all_pos)
-    pos = _interpolate(all_pos, motion.bvh.frame_time, times_s)
-    n_frames = pos.shape[0]
+def _directions(
+    skeleton: Skeleton, motion: Motion, axes: BodyAxes, times_s: np.ndarray
+) -> np.ndarray:
+    """Unit 2D direction (F, 16, 2) of every character bone, each group in its own view."""
+    # Every joint in the performer's frame at the output times (both steps are linear, so
+    # bone vectors can be taken after them).
+    body = _interpolate(axes.body_coords(motion.bvh.positions), motion.bvh.frame_time, times_s)
     rest = skeleton.rest
-    lengths = skeleton.bone_lengths()
-
-    # 2D direction of every character bone, each limb group in its own picture plane.
-    direction = np.zeros((n_frames, len(JOINTS), 2))
+    views = choose_views(motion, axes)
+    direction = np.zeros((len(times_s), len(JOINTS), 2))
     for group, joints in LIMB_GROUPS.items():
-        basis = _group_basis(motion, all_pos, group, up, lateral)
         for joint in joints:
+            basis = (FRONT if joint in _GIRDLE else views[group]).basis()
             a, b = motion.bones[joint]
-            v3 = pos[:, b] - pos[:, a]
+            v3 = body[:, b] - body[:, a]
             v2 = v3 @ basis.T
             n2 = np.linalg.norm(v2, axis=1)
             n3 = np.linalg.norm(v3, axis=1)
@@ -148,24 +209,47 @@ def retarget(skeleton: Skeleton, motion: Motion, times_s: np.ndarray) -> np.ndar
             d = w * v2 / np.maximum(n2, 1e-12)[:, None] + (1 - w) * rest_dir
             norm = np.linalg.norm(d, axis=1, keepdims=True)
             direction[:, j] = np.where(norm > 1e-6, d / np.maximum(norm, 1e-12), rest_dir)
+    return direction
+
+
+def _frames_used(motion: Motion, times_s: np.ndarray) -> Motion:
+    """The motion up to its last frame the times need: a long clip that is cut costs only
+    what is shown, and is seen (views, facing) as what is shown."""
+    needed = int(np.ceil(times_s.max(initial=0.0) / motion.bvh.frame_time)) + 2
+    if needed >= motion.bvh.n_frames:
+        return motion
+    return replace(motion, bvh=motion.bvh.trimmed(0, needed))
+
+
+def retarget(skeleton: Skeleton, motion: Motion, times_s: np.ndarray) -> np.ndarray:
+    """Character joint positions (F, 16, 2) in the texture's pixels at each time (s)."""
+    times_s = np.asarray(times_s, dtype=np.float64)
+    motion = _frames_used(motion, times_s)
+    pos = motion.bvh.positions
+    axes = motion_axes(motion)
+    direction = _directions(skeleton, motion, axes, times_s)
 
     # Chain the bones from the root: the character keeps its own bone lengths.
-    pose = np.zeros((n_frames, len(JOINTS), 2))
+    rest = skeleton.rest
+    lengths = skeleton.bone_lengths()
+    pose = np.zeros((len(times_s), len(JOINTS), 2))
     for j, p in enumerate(PARENT_INDEX):
         if p >= 0:
             pose[:, j] = pose[:, p] + lengths[j] * direction[:, j]
 
-    # Root: horizontal hips displacement scaled by the leg-length ratio; vertical from the
-    # feet, so that grounded BVH feet mean grounded character feet.
-    legs = list(motion.leg_joints.values())
-    bvh_leg = _leg_length(rest_positions(motion.bvh), legs)
-    char_leg = _leg_length(rest, _CHARACTER_LEGS)
-    scale = char_leg / max(bvh_leg, 1e-12)
-    hips = motion.bones["torso"][0]
-    dx = (pos[:, hips] - all_pos[0, hips]) @ lateral * scale
+    # Root: the hips' sideways travel in the performer's own frame (frame by frame, so a
+    # turn does not swing it) scaled by the leg-length ratio; vertical from the feet, so
+    # that grounded BVH feet mean grounded character feet.
+    roles = motion.roles
+    legs = [(roles[f"{s}_hip"], roles[f"{s}_knee"], roles[f"{s}_foot"]) for s in ("left", "right")]
+    scale = _leg_length(rest, _CHARACTER_LEGS) / max(_leg_length(pos[0], legs), 1e-12)
+    hips = pos[:, roles["hips"]]
+    step = ((hips[1:] - hips[:-1]) * axes.lateral[:-1]).sum(axis=1)
+    sideways = np.concatenate([[0.0], np.cumsum(step)])
     feet_3d = _descendants(motion.bvh.parents, [c for _, _, c in legs])  # ankles, toes, tips
-    floor = (all_pos[:, feet_3d] @ up).min()
-    lift = (pos[:, feet_3d] @ up).min(axis=1) - floor
+    height = (pos[:, feet_3d] @ axes.up).min(axis=1)
+    lift = _interpolate(height - height.min(), motion.bvh.frame_time, times_s)
+    dx = _interpolate(sideways, motion.bvh.frame_time, times_s) * scale
     feet = [JOINT_INDEX["left_foot"], JOINT_INDEX["right_foot"]]
     ground = rest[feet, 1].max()
     lowest = pose[:, feet, 1].max(axis=1)

@@ -158,10 +158,21 @@ def _unwrap(deg: np.ndarray) -> np.ndarray:
     return np.degrees(np.unwrap(np.radians(deg), axis=0))
 
 
+# Orders whose largest middle angle is within this of the best one count as equally good.
+# Ties are common and exact in theory (an order and its reverse always have the same middle
+# angle; a joint turning about one axis gives 0 for several orders), so comparing the raw
+# floats let rounding noise (1e-12 degrees, different from one machine's BLAS to another's)
+# pick the order, and the files were not reproducible.
+_ORDER_TIE_DEGREES = 1e-3
+
+
 def best_order(local: np.ndarray) -> str:
-    """The Euler order whose middle angle stays furthest from gimbal lock over the clip."""
+    """The Euler order whose middle angle stays furthest from gimbal lock over the clip;
+    of orders equally good (within _ORDER_TIE_DEGREES), the first in XYZ, XZY, YXZ, ... ."""
     orders = ["".join(p) for p in itertools.permutations("XYZ")]
-    return min(orders, key=lambda o: (np.max(np.abs(to_euler(local, o)[:, 1])), orders.index(o)))
+    worst = {o: float(np.max(np.abs(to_euler(local, o)[:, 1]))) for o in orders}
+    best = min(worst.values())
+    return next(o for o in orders if worst[o] <= best + _ORDER_TIE_DEGREES)
 
 
 # ---- clip -> BVH --------------------------------------------------------------------
@@ -196,12 +207,13 @@ def world_rotations(track: np.ndarray) -> dict[str, np.ndarray]:
     return world
 
 
-def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]]) -> BVH:
+def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]], fps: float = FPS) -> BVH:
+    """The key poses as a BVH clip of this rig sampled at `fps`, last frame = first."""
     times = np.array([t for t, _ in keys] + [duration])
     values = np.stack([p.channels() for _, p in keys] + [keys[0][1].channels()])
     spline = CubicSpline(times, values, bc_type="periodic", axis=0)
-    n_frames = int(round(duration * FPS)) + 1
-    track = spline(np.arange(n_frames) / FPS)
+    n_frames = int(round(duration * fps)) + 1
+    track = spline(np.arange(n_frames) / fps)
     hips = track[:, :3]  # sideways, lift of the lowest foot, forward
     world = world_rotations(track)
 
@@ -227,7 +239,7 @@ def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]]) -> BVH:
     motion = np.concatenate(columns, axis=1)
     offsets = OFFSETS.copy()
     offsets[0] = 0.0  # the root's position channels carry its height
-    standing = BVH(NAMES, PARENTS.copy(), offsets, tuple(channels), 1.0 / FPS, motion, "author")
+    standing = BVH(NAMES, PARENTS.copy(), offsets, tuple(channels), 1.0 / fps, motion, "author")
     # Put the lowest foot point at the key poses' lift above the floor, so that grounded
     # feet neither sink nor float whatever the legs do (and never below where the spline dips).
     feet = [NAMES.index(n) for n in NAMES if "Foot" in n or "Toe" in n]

@@ -8,7 +8,17 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from animation.bvh import BVHError, format_bvh, forward_kinematics, load_bvh, parse_bvh
+from animation.bvh import (
+    BVHError,
+    BVHLimitError,
+    BVHLimits,
+    format_bvh,
+    forward_kinematics,
+    load_bvh,
+    parse_bvh,
+    parse_bvh_bytes,
+    world_transforms,
+)
 
 # A root with XYZ rotations, a joint with ZXY, one with a position channel, End Sites.
 MIXED = """\
@@ -187,3 +197,58 @@ def test_load_bvh_names_the_file(tmp_path):
         load_bvh(tmp_path / "missing.bvh")
     path.write_text(MIXED)
     assert load_bvh(path).n_frames == 3
+
+
+def test_bytes_within_limits_parse_like_text():
+    bvh = parse_bvh_bytes(MIXED.encode(), source="up.bvh")
+    assert bvh.names == parse_bvh(MIXED).names and bvh.source == "up.bvh"
+    np.testing.assert_array_equal(bvh.motion, parse_bvh(MIXED).motion)
+    # A byte-order mark and a Latin-1 joint name (not UTF-8) are no reason to refuse a file.
+    assert parse_bvh_bytes(b"\xef\xbb\xbf" + MIXED.encode()).n_frames == 3
+    latin = MIXED.replace("JOINT Chest", "JOINT Br\xfcst").encode("latin-1")
+    assert "Br\xfcst" in parse_bvh_bytes(latin).names
+
+
+def test_limits_refuse_before_reading_everything():
+    data = MIXED.encode()
+    with pytest.raises(BVHLimitError) as err:
+        parse_bvh_bytes(data, limits=BVHLimits(max_bytes=len(data) - 1))
+    assert err.value.limit == "bytes" and err.value.line is None
+    assert str(len(data)) in str(err.value)
+    # Joints: counted while the hierarchy is read (End Sites too), the line is the joint's.
+    with pytest.raises(BVHLimitError, match=r"^x\.bvh:\d+: more than 3 joints") as err:
+        parse_bvh_bytes(data, source="x.bvh", limits=BVHLimits(max_joints=3))
+    assert err.value.limit == "joints" and err.value.line == _line_of(MIXED, "End Site") + 1
+    # Frames: the header's count is checked before any row is read.
+    huge = MIXED.replace("Frames: 3", "Frames: 999999999999")
+    with pytest.raises(BVHLimitError, match="999999999999 frames") as err:
+        parse_bvh_bytes(huge.encode(), limits=BVHLimits(max_frames=1000))
+    assert err.value.limit == "frames" and err.value.line == _line_of(huge, "Frames:")
+    assert isinstance(err.value, BVHError)  # a caller catching BVHError catches these too
+
+
+def test_errors_carry_their_line_number():
+    bad = MIXED.replace("1 2 3 0 90 0", "1 2 3 0 90")
+    with pytest.raises(BVHError) as err:
+        parse_bvh_bytes(bad.encode(), source="up.bvh")
+    assert err.value.line == _line_of(bad, "1 2 3 0 90")
+    assert str(err.value).startswith(f"up.bvh:{err.value.line}: ")
+
+
+def test_deep_nesting_is_refused_as_too_many_joints_not_a_crash():
+    depth = 5000
+    text = "HIERARCHY\nROOT A\n{\nOFFSET 0 0 0\nCHANNELS 3 Xposition Yposition Zposition\n"
+    text += "JOINT B\n{\nOFFSET 0 1 0\nCHANNELS 1 Xrotation\n" * depth + "}\n" * depth
+    text += "}\nMOTION\nFrames: 1\nFrame Time: 0.1\n" + " ".join(["0"] * (3 + depth)) + "\n"
+    with pytest.raises(BVHLimitError, match="joints"):
+        parse_bvh(text)
+
+
+def test_world_transforms_rotate_children_as_their_parents():
+    rot, pos = world_transforms(parse_bvh(MIXED))
+    np.testing.assert_allclose(pos, forward_kinematics(parse_bvh(MIXED)))
+    # Frame 1: the root turned 90 degrees about Y, the chest inherits that turn.
+    np.testing.assert_allclose(rot[1, 1] @ [1, 0, 0], [0, 0, -1], atol=1e-12)
+    np.testing.assert_allclose(
+        np.einsum("...ij,...kj->...ik", rot, rot), np.broadcast_to(np.eye(3), rot.shape), atol=1e-12
+    )

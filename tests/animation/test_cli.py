@@ -2,12 +2,16 @@ import io
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
+from scipy.ndimage import distance_transform_edt
 
 from animation.__main__ import main
+from animation.bvh import format_bvh, load_bvh
 from tests.animation.rigs import AD_CHARACTER
 
 EXTERNAL_BVH = Path(__file__).parent / "data" / "bvh_external_zup_30fps.bvh"
@@ -103,3 +107,89 @@ def test_python_dash_m_animation(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+CONVENTIONS = Path(__file__).parent / "data" / "conventions"
+
+
+def _long_clip(path: Path, seconds: float) -> None:
+    """A clip of `seconds` made of one file's loop repeated (its last frame is its first)."""
+    bvh = load_bvh(CONVENTIONS / "mixamo_walk.bvh")
+    loop = bvh.motion[:-1]
+    repeats = int(np.ceil(seconds / (len(loop) * bvh.frame_time)))
+    rows = np.concatenate([loop] * repeats)[: round(seconds / bvh.frame_time) + 1]
+    path.write_text(format_bvh(replace(bvh, motion=rows)))
+
+
+def _gif_delays(path: Path) -> list[int]:
+    im = Image.open(path)
+    delays = []
+    for i in range(im.n_frames):
+        im.seek(i)
+        delays.append(im.info["duration"])
+    return delays
+
+
+def test_a_30_s_clip_at_the_defaults_keeps_15_fps_is_cut_at_150_frames_and_says_so(
+    tmp_path, capsys
+):
+    clip = tmp_path / "long.bvh"
+    _long_clip(clip, 30.0)
+    out, joints = tmp_path / "long.gif", tmp_path / "long.json"
+    argv = ["render", "--character", str(AD_CHARACTER), "--bvh", str(clip), "--out", str(out)]
+    assert main([*argv, "--joints-out", str(joints)]) == 0
+    delays = _gif_delays(out)
+    assert len(delays) == 150
+    assert set(delays) <= {60, 70} and sum(delays) == 10_000  # 15 fps, the first 10 s
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("note: the clip is 30.00 s")
+    assert "rendered its first 10.00 s (150 frames at 15 fps), cut 20.00 s" in err
+    doc = json.loads(joints.read_text())
+    assert doc["fps"] == 15 and len(doc["frames"]) == 150
+    # A segment picked with --start/--end is rendered whole, at the same rate, unannounced.
+    segment = tmp_path / "segment.gif"
+    argv = ["render", "--character", str(AD_CHARACTER), "--bvh", str(clip), "--out", str(segment)]
+    assert main([*argv, "--start", "20", "--end", "24"]) == 0
+    assert sum(_gif_delays(segment)) == 4_000 and len(_gif_delays(segment)) == 60
+    assert capsys.readouterr().err == ""
+
+
+def test_joints_out_is_the_gifs_skeleton_in_its_pixels(tmp_path):
+    out, joints = tmp_path / "jj.gif", tmp_path / "jj.json"
+    argv = ["render", "--character", str(AD_CHARACTER), "--bvh",
+            str(CONVENTIONS / "cmu_jumping_jack.bvh"), "--size", "180"]  # fmt: skip
+    assert main([*argv, "--out", str(out), "--joints-out", str(joints)]) == 0
+    doc = json.loads(joints.read_text())
+    assert set(doc) == {"fps", "size", "joints", "frames"}
+    im = Image.open(out)
+    assert doc["size"] == list(im.size) and len(doc["frames"]) == im.n_frames
+    assert doc["joints"][:4] == ["root", "hip", "torso", "neck"] and len(doc["joints"]) == 16
+    # The figure is drawn where the joints say: every joint on the figure, or within a few
+    # pixels of it (a thin stroke may end short of the joint at its tip), in every frame.
+    for k in range(0, im.n_frames, 7):
+        im.seek(k)
+        off_figure = distance_transform_edt(np.asarray(im.convert("RGBA"))[..., 3] == 0)
+        x, y = np.round(np.array(doc["frames"][k])).astype(int).T
+        assert off_figure[y, x].max() <= 4, k
+        assert np.median(off_figure[y, x]) == 0, k
+
+
+def test_map_names_the_joints_a_file_hides(tmp_path, capsys):
+    text = (CONVENTIONS / "mixamo_walk.bvh").read_text()
+    for side in ("Left", "Right"):
+        text = text.replace(f"mixamorig:{side}Arm\n", f"mixamorig:{side}Bone0\n")
+        text = text.replace(f"mixamorig:{side}ForeArm", f"mixamorig:{side}Bone1")
+        text = text.replace(f"mixamorig:{side}Hand\n", f"mixamorig:{side}Bone2\n")
+    odd = tmp_path / "odd.bvh"
+    odd.write_text(text)
+    out = tmp_path / "odd.gif"
+    argv = ["render", "--character", str(AD_CHARACTER), "--bvh", str(odd), "--out", str(out)]
+    err = _one_line_error(capsys, argv)
+    assert (
+        "cannot find the joints for left_shoulder, left_elbow, left_hand" in err and "--map" in err
+    )
+    assert not out.exists()
+    given = ["--map", "left_hand=mixamorig:LeftBone2", "--map", "right_hand=mixamorig:RightBone2"]
+    assert main([*argv, *given]) == 0 and Image.open(out).n_frames == 33
+    assert "unknown role" in _one_line_error(capsys, [*argv, "--map", "tail=Hips"])
+    assert "ROLE=JOINT" in _one_line_error(capsys, [*argv, "--map", "left_hand"])

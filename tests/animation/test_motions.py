@@ -10,15 +10,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from animation.bvh import forward_kinematics
+from animation.bvh import forward_kinematics, parse_bvh_bytes
 from animation.motions import (
     MOTION_TABLE,
     MotionError,
     default_motions,
     joint_role,
     load_motion,
+    load_motion_folder,
     load_motion_table,
+    motion_from_bvh,
     motion_from_spec,
+    motion_summary,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -160,8 +163,11 @@ def test_bvh_without_humanoid_names_is_refused(tmp_path):
         "JOINT Boom\n{\nOFFSET 0 5 0\nCHANNELS 1 Zrotation\nEnd Site\n{\nOFFSET 3 0 0\n}\n}\n}\n"
         "MOTION\nFrames: 1\nFrame Time: 0.1\n0 0 0 0\n"
     )
-    with pytest.raises(MotionError, match="cannot find joints for .*left_arm"):
+    with pytest.raises(MotionError, match="cannot find the joints for .*left_shoulder") as err:
         load_motion(path)
+    message = str(err.value)
+    assert "Found: " in message and "Base, Boom" in message  # what the file has
+    assert "--map ROLE=JOINT" in message and "map: {ROLE: JOINT}" in message
 
 
 def test_table_entry_with_its_own_bone_map_and_frame_range(tmp_path):
@@ -178,4 +184,100 @@ def test_table_entry_with_its_own_bone_map_and_frame_range(tmp_path):
     assert motion.spec.bones["neck"] == ("Spine3", "Head")  # given
     assert motion.spec.bones["left_hand"] == ("LeftForeArm", "LeftHand")  # worked out
     assert motion.spec.projection_of("left_arm") == "best_fit"
-    assert motion.spec.projection_of("right_arm") == "front"
+    assert motion.spec.projection_of("right_arm") == "auto"  # the motion decides
+
+
+CONVENTIONS = DATA / "conventions"
+
+
+def test_a_motions_folder_with_sidecar_overrides(tmp_path):
+    (tmp_path / "walk.bvh").write_bytes((CONVENTIONS / "mixamo_walk.bvh").read_bytes())
+    (tmp_path / "jack.bvh").write_bytes((CONVENTIONS / "biped_jumping_jack.bvh").read_bytes())
+    (tmp_path / "jack.yaml").write_text(
+        'description: "two jumping jacks"\nstart_s: 1.4\nup: z\n'
+        "map: {left_hand: Bip01 L Hand}\nlimb_projection: {left_leg: front}\n"
+    )
+    (tmp_path / "notes.txt").write_text("not a motion")
+    specs = load_motion_folder(tmp_path)
+    assert list(specs) == ["jack", "walk"]
+    assert specs["walk"].file == (tmp_path / "walk.bvh").resolve()
+    jack = specs["jack"]
+    assert jack.description == "two jumping jacks" and jack.start_s == 1.4 and jack.up == "z"
+    assert jack.joint_map == {"left_hand": "Bip01 L Hand"}
+    # Merged with the shipped table, a folder motion loads by name like a shipped one.
+    table = {**load_motion_table(), **specs}
+    motion = load_motion("jack", table=table)
+    assert motion.duration_s == pytest.approx(1.4, abs=0.04)  # the second jack only
+    assert motion.up == "z" and motion.spec.projection_of("left_leg") == "front"
+    assert load_motion("dab", table=table).name == "dab"
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"bad.bvh": "HIERARCHY\nROOT Hips\n{\n  OFFSET 0 zero 0\n}\nMOTION\nFrames: 1\n"
+                     "Frame Time: 0.1\n\n"}, r"bad\.bvh:4: OFFSET is not a number"),
+        ({"crane.bvh": "HIERARCHY\nROOT Base\n{\nOFFSET 0 0 0\nCHANNELS 1 Xposition\n}\n"
+                       "MOTION\nFrames: 1\nFrame Time: 0.1\n0\n"}, r"crane\.bvh: cannot find the joints"),
+        ({"walk.bvh": None, "walk.yaml": "map: {left_wing: Hips}\n"}, "unknown roles in map"),
+        ({"walk.bvh": None, "walk.yaml": "speed: 2\n"}, r"unknown keys \['speed'\]"),
+        ({"walk.bvh": None, "walk.yaml": "- a list\n"}, "needs a mapping"),
+        ({"walk.bvh": None, "walk.yaml": "start_s: 99\n"}, "the segment starts at 99 s"),
+        ({"my walk.bvh": None}, "a motion name is letters, digits"),
+    ],
+)  # fmt: skip
+def test_a_bad_file_in_a_motions_folder_fails_at_load_naming_it(tmp_path, files, message):
+    for name, text in files.items():
+        if text is None:
+            (tmp_path / name).write_bytes((CONVENTIONS / "mixamo_walk.bvh").read_bytes())
+        else:
+            (tmp_path / name).write_text(text)
+    with pytest.raises(MotionError, match=message):
+        load_motion_folder(tmp_path)
+    with pytest.raises(MotionError, match="not a directory"):
+        load_motion_folder(tmp_path / "missing")
+
+
+def test_a_table_entry_maps_roles_and_picks_a_segment_in_seconds(tmp_path):
+    text = (CONVENTIONS / "mixamo_walk.bvh").read_text()
+    for name, odd in (("LeftArm", "Upper"), ("LeftForeArm", "Lower"), ("LeftHand\n", "Paw\n")):
+        text = text.replace(f"mixamorig:{name}", f"mixamorig:{odd}")  # no name says arm
+    (tmp_path / "odd.bvh").write_text(text)
+    table = tmp_path / "motions.yaml"
+    table.write_text("motions:\n  odd:\n    file: odd.bvh\n")
+    with pytest.raises(MotionError, match="cannot find the joints for left_shoulder"):
+        load_motion("odd", table=load_motion_table(table))
+    table.write_text(
+        "motions:\n  odd:\n    file: odd.bvh\n    map: {left_hand: 'mixamorig:Paw'}\n"
+        "    start_s: 0.5\n    end_s: 1.5\n"
+    )
+    motion = load_motion("odd", table=load_motion_table(table))
+    assert motion.bvh.names[motion.roles["left_hand"]] == "mixamorig:Paw"
+    assert motion.duration_s == pytest.approx(1.0, abs=1e-3)  # 30 frame times of 0.033333 s
+    full = load_motion(CONVENTIONS / "mixamo_walk.bvh")
+    np.testing.assert_array_equal(motion.bvh.motion[0], full.bvh.motion[15])  # 0.5 s at 30 fps
+    # The CLI's --start/--end does the same on any file.
+    same = load_motion(CONVENTIONS / "mixamo_walk.bvh", start_s=0.5, end_s=1.5)
+    np.testing.assert_array_equal(same.bvh.motion, motion.bvh.motion)
+    with pytest.raises(MotionError, match="bad segment"):
+        load_motion(CONVENTIONS / "mixamo_walk.bvh", start_s=1.0, end_s=0.5)
+
+
+def test_an_upload_becomes_a_motion_with_no_configuration():
+    data = (CONVENTIONS / "cmu_walk.bvh").read_bytes()
+    motion = motion_from_bvh(parse_bvh_bytes(data, source="my walk.bvh"), name="my_walk")
+    assert motion.name == "my_walk" and motion.up == "y"
+    assert motion.bvh.names[motion.roles["left_shoulder"]] == "LeftShoulder"
+    assert motion_from_bvh(parse_bvh_bytes(data), start_s=1.0).duration_s == pytest.approx(
+        motion.duration_s - 1.0, abs=0.01
+    )
+
+
+def test_motion_summary_says_what_a_long_clip_loses():
+    walk = load_motion(CONVENTIONS / "cmu_walk.bvh")  # 2.2 s
+    assert motion_summary(walk, 15, 150) == {
+        "name": "cmu_walk", "duration_s": 2.2, "fps": 15, "frames": 33, "rendered_s": 2.2,
+        "cut_s": 0.0, "description": "",
+    }  # fmt: skip
+    short = motion_summary(walk, 30, 30)
+    assert short["frames"] == 30 and short["rendered_s"] == 1.0 and short["cut_s"] == 1.2

@@ -261,3 +261,20 @@ def test_best_fit_of_a_limb_that_only_hangs_is_the_front_view():
     assert np.all(np.isfinite(poses))
     legs = [J[j] for j in ("left_knee", "left_foot", "right_knee", "right_foot")]
     np.testing.assert_allclose(poses[:, legs], expected[:, legs], atol=1e-6)
+
+
+def test_a_cut_clip_is_seen_as_what_is_shown():
+    # Ten seconds of a walk, then something else entirely (the performer lies down): the
+    # rendered first seconds are retargeted from themselves alone, and fast.
+    walk = load_motion(Path(__file__).parent / "data" / "conventions" / "mixamo_walk.bvh")
+    loop = walk.bvh.motion[:-1]
+    standing = np.concatenate([loop] * 5)
+    lying = standing.copy()
+    lying[:, 3:6] = [0.0, 90.0, 0.0]  # the root's ZXY: turned onto its side
+    both = replace(walk, bvh=replace(walk.bvh, motion=np.concatenate([standing, lying])))
+    alone = replace(walk, bvh=replace(walk.bvh, motion=standing))
+    times = np.arange(150) / 15
+    assert times[-1] < standing.shape[0] * walk.bvh.frame_time
+    np.testing.assert_allclose(
+        retarget(CHARACTER, both, times), retarget(CHARACTER, alone, times), atol=1e-9
+    )
