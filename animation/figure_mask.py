@@ -93,22 +93,25 @@ class FigureJoints:
             touched[_labels_at(labels, points).clip(0)] = True
         return touched
 
-    def limb_ends(self) -> list[tuple[int, float]]:
-        """(joint, length of its bone) for each joint that is no bone's parent: hands, feet
-        (and the head)."""
-        parents = set(self.bones[:, 1].tolist())
-        return [
-            (int(a), float(np.linalg.norm(self.points[a] - self.points[b])))
-            for a, b in self.bones
-            if a not in parents
-        ]
+    def at_the_ends(self, centroids: np.ndarray, areas: np.ndarray) -> np.ndarray:
+        """(P,) bool: which shapes (P, 2) centroids, (P,) areas px) sit where a hand, a foot
+        or things on the head go, though no joint or bone lies in them.
 
-    def head_reach(self) -> float:
-        """How far from the head's joint things drawn on the head reach (ears, a hat), px."""
-        bone = [
-            np.linalg.norm(self.points[a] - self.points[b]) for a, b in self.bones if a == self.head
-        ]
-        return HEAD_REACH * float(bone[0]) if bone else 0.0
+        At the end of a limb: within HAND_REACH of the last bone's length, no bigger than
+        HAND_SIZE of it (a mitten, a shoe; a ball is bigger). On the head: within
+        HEAD_REACH of its bone's length from its joint (ears, hair, a hat).
+        """
+        parents = set(self.bones[:, 1].tolist())
+        radius = np.sqrt(np.asarray(areas, np.float64) / np.pi)
+        found = np.zeros(len(centroids), bool)
+        for a, b in self.bones:
+            bone = float(np.linalg.norm(self.points[a] - self.points[b]))
+            distance = np.linalg.norm(centroids - self.points[a], axis=1)
+            if a == self.head:
+                found |= distance <= HEAD_REACH * bone
+            elif a not in parents:
+                found |= (distance <= HAND_REACH * bone) & (radius <= HAND_SIZE * bone)
+        return found
 
     @property
     def size(self) -> float:
@@ -213,14 +216,25 @@ def _bone_samples(figure: FigureJoints) -> list[np.ndarray]:
 
 
 def _figure_pieces(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
-    """The pieces of `mask` that hold a joint or that a bone runs through."""
-    count, labels = cv2.connectedComponents(mask.astype(np.uint8), connectivity=8)
+    """The pieces of `mask` that hold a joint, that a bone runs through, or that sit where
+    a hand, a foot or things on the head go (`FigureJoints.at_the_ends`)."""
+    count, labels, stats, centroids = cv2.connectedComponentsWithStats(
+        mask.astype(np.uint8), connectivity=8
+    )
     if count < 2:
         return mask
-    touched = figure.labels_touched(labels)
+    touched = figure.labels_touched(labels, count)
     touched[0] = False
     if not touched.any():
         return _largest(mask)  # the joints miss everything: the best guess is the biggest
+    # What the crop's edge cuts through lies beyond the figure's box: the table, the
+    # page's edge, the next drawing; never a hand.
+    left, top = stats[:, cv2.CC_STAT_LEFT], stats[:, cv2.CC_STAT_TOP]
+    right = left + stats[:, cv2.CC_STAT_WIDTH]
+    bottom = top + stats[:, cv2.CC_STAT_HEIGHT]
+    inner = (left > 0) & (top > 0) & (right < mask.shape[1]) & (bottom < mask.shape[0])
+    touched |= inner & figure.at_the_ends(centroids, stats[:, cv2.CC_STAT_AREA])
+    touched[0] = False
     return touched[labels]
 
 
@@ -245,15 +259,7 @@ def _cut_glued_blobs(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
     # hand, the end of the forearm bone pokes into the ball's core, but only by a little.
     depth = cv2.distanceTransform(cores, cv2.DIST_L2, 3)
     held = figure.labels_touched(np.where(depth >= DEEP * radius, labels, 0), count)
-    radius_of = np.sqrt(stats[:, cv2.CC_STAT_AREA] / np.pi)
-    for end, bone_length in figure.limb_ends():
-        distance = np.linalg.norm(centroids - figure.points[end], axis=1)
-        held |= (distance <= HAND_REACH * bone_length) & (radius_of <= HAND_SIZE * bone_length)
-    if figure.head >= 0:
-        # Ears, a hat, a crown or a bun hang off the head through a neck of their own.
-        held |= (
-            np.linalg.norm(centroids - figure.points[figure.head], axis=1) <= figure.head_reach()
-        )
+    held |= figure.at_the_ends(centroids, stats[:, cv2.CC_STAT_AREA])
     held[0] = True
     if held.all():
         return mask

@@ -20,15 +20,14 @@ from animation.skeleton import Skeleton
 
 MAX_CLOSING = 1 / 40  # the closing's kernel never grows past this share of the short side
 CLOSING_STROKES = 0.5  # the closing kernel, in stroke widths
-LIMB_HALF_WIDTH = 0.06  # of the skeleton's size: farthest a limb's line lies from its bone
 
 
 def drawn_regions(ink: InkMap, figure: FigureJoints | None = None) -> np.ndarray:
     """(H, W) bool: every drawn thing in the crop (lines closed, outlines filled).
 
-    With the `figure`'s joints, an outline that holds a joint is filled even where it
-    has a gap (a pencil head with a skip in its circle), and a limb drawn as two lines
-    along its bone is filled between them even where its end is left open.
+    With the `figure`'s joints, an outline that holds a joint or a bone is filled even
+    where it has a gap (a pencil head with a skip in its circle, an arm left open at the
+    hand).
     """
     inked = ink.ink
     if not inked.any():
@@ -38,7 +37,6 @@ def drawn_regions(ink: InkMap, figure: FigureJoints | None = None) -> np.ndarray
     closed = _close(inked, k)
     if figure is not None:
         closed |= _outlines_around_joints(inked, figure, max(k, side * MAX_CLOSING))
-        closed |= _between_lines_along_bones(closed, figure)
     return fill_holes(closed)
 
 
@@ -63,52 +61,6 @@ def _outlines_around_joints(inked: np.ndarray, figure: FigureJoints, gap: float)
         return np.zeros(inked.shape, bool)
     kept = touched[labels]
     return kept | (morph.dilate(kept, gap) & closed)
-
-
-def _between_lines_along_bones(lines: np.ndarray, figure: FigureJoints) -> np.ndarray:
-    """(H, W) bool: across each bone, the paper between the first line on either side.
-
-    Sampled every pixel along each bone: from each sample in paper, the nearest line to
-    the left and to the right of the bone (perpendicular to it) within LIMB_HALF_WIDTH of
-    the skeleton's size; where both are found the chord between them is the limb's inside.
-    """
-    height, width = lines.shape
-    reach = max(3, int(LIMB_HALF_WIDTH * figure.size))
-    steps = np.arange(1, reach + 1, dtype=np.float64)
-    out = np.zeros((height, width), np.uint8)
-    for a, b in figure.bones:
-        p, q = figure.points[a], figure.points[b]
-        length = float(np.linalg.norm(q - p))
-        if length < 2:
-            continue
-        u = (q - p) / length
-        normal = np.array([-u[1], u[0]])
-        centres = p + np.arange(0.0, length, 1.0)[:, None] * u  # (S, 2)
-        ends = []
-        for side in (1.0, -1.0):
-            probe = centres[:, None, :] + side * steps[None, :, None] * normal  # (S, R, 2)
-            xy = np.round(probe).astype(np.int64)
-            inside = (
-                (xy[..., 0] >= 0) & (xy[..., 0] < width) & (xy[..., 1] >= 0) & (xy[..., 1] < height)
-            )
-            hit = np.zeros(inside.shape, bool)
-            hit[inside] = lines[xy[inside][:, 1], xy[inside][:, 0]]
-            found = hit.any(axis=1)
-            first = np.argmax(hit, axis=1)
-            ends.append((found, steps[first]))
-        cx = np.round(centres).astype(np.int64)
-        on_paper = (cx[:, 0] >= 0) & (cx[:, 0] < width) & (cx[:, 1] >= 0) & (cx[:, 1] < height)
-        on_paper[on_paper] = ~lines[cx[on_paper, 1], cx[on_paper, 0]]
-        chord = on_paper & ends[0][0] & ends[1][0]
-        for c, left, right in zip(
-            centres[chord], ends[0][1][chord], ends[1][1][chord], strict=True
-        ):
-            cv2.line(out, _px(c + left * normal), _px(c - right * normal), 1, 2)
-    return out > 0
-
-
-def _px(p: np.ndarray) -> tuple[int, int]:
-    return int(round(p[0])), int(round(p[1]))
 
 
 def segment_figure(

@@ -132,3 +132,19 @@ def test_a_good_mask_has_no_warnings_and_every_code_is_described(stick):
 def test_the_mask_must_match_the_image():
     with pytest.raises(ValueError, match="does not match"):
         finish_mask(np.zeros((10, 10), bool), np.zeros((12, 10, 3), np.uint8), None)
+
+
+def test_a_hand_drawn_apart_from_its_arm_is_kept_but_not_what_the_crop_edge_cuts(stick):
+    mask = morph.dilate(stick.figure, 2)
+    hx, hy = np.round(stick.skeleton["right_hand"]).astype(int)
+    mitten = np.zeros_like(mask)
+    cv2.circle(mitten.view(np.uint8), (int(hx) - 16, int(hy) + 4), 8, 1, -1)  # 6 px from the arm
+    fx, fy = np.round(stick.skeleton["left_foot"]).astype(int)
+    table = np.zeros_like(mask)
+    table[fy + 12 :, fx - 10 : fx + 10] = True  # a dark strip running out of the crop
+    rgb = stick.rgb.copy()
+    rgb[mitten | table] = 60  # drawn on the page too: a mask over blank paper is dropped
+    finished = finish_mask(mask | mitten | table, rgb, stick.skeleton)
+    assert finished.mask[mitten].all()
+    assert not finished.mask[fy + 20 :, fx - 10 : fx + 10].any()
+    assert _pieces(finished.mask) == 1
