@@ -25,6 +25,7 @@ Then `mask_warnings` says what still looks implausible.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import cv2
 import numpy as np
@@ -85,11 +86,21 @@ class FigureJoints:
         bones = np.array(bones, np.int64).reshape(-1, 2)
         return cls(points.reshape(-1, 2), bones, index.get("neck", -1))
 
+    @cached_property
+    def bone_samples(self) -> list[np.ndarray]:
+        """Points every pixel along each bone, joint to parent, as (n, 2) arrays."""
+        samples = []
+        for a, b in self.bones:
+            p, q = self.points[a], self.points[b]
+            n = max(2, int(np.ceil(np.linalg.norm(q - p))) + 1)
+            samples.append(p + np.linspace(0.0, 1.0, n)[:, None] * (q - p))
+        return samples
+
     def labels_touched(self, labels: np.ndarray, count: int = 0) -> np.ndarray:
         """(max(count, labels.max() + 1),) bool: which labels of an (H, W) label image a
         joint or a bone lies on."""
         touched = np.zeros(max(count, int(labels.max()) + 1), bool)
-        for points in (self.points, *_bone_samples(self)):
+        for points in (self.points, *self.bone_samples):
             touched[_labels_at(labels, points).clip(0)] = True
         return touched
 
@@ -205,16 +216,6 @@ def _labels_at(labels: np.ndarray, points: np.ndarray) -> np.ndarray:
     return out
 
 
-def _bone_samples(figure: FigureJoints) -> list[np.ndarray]:
-    """Points every pixel along each bone, joint to parent, as (n, 2) arrays."""
-    samples = []
-    for a, b in figure.bones:
-        p, q = figure.points[a], figure.points[b]
-        n = max(2, int(np.ceil(np.linalg.norm(q - p))) + 1)
-        samples.append(p + np.linspace(0.0, 1.0, n)[:, None] * (q - p))
-    return samples
-
-
 def _figure_pieces(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
     """The pieces of `mask` that hold a joint, that a bone runs through, or that sit where
     a hand, a foot or things on the head go (`FigureJoints.at_the_ends`)."""
@@ -286,7 +287,7 @@ def _join_pieces(mask: np.ndarray, figure: FigureJoints, thickness: int) -> np.n
 
     # Gaps along bones: where a bone leaves one piece and enters another through paper.
     gaps = []
-    for samples in _bone_samples(figure):
+    for samples in figure.bone_samples:
         along = _labels_at(labels, samples)
         last = -1
         for k, label in enumerate(along):

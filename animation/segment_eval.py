@@ -4,9 +4,10 @@ DIR (default `../shared/real-dev`) holds AnimatedDrawings annotation folders (`c
 `texture.png` = the crop with its paper, `mask.png` = the true mask, `char_cfg.yaml` =
 the annotated joints). For each one this prints the OpenCV mask's IoU against the truth,
 the share of annotated joints inside it, its warnings and the time per crop (median of
-`--runs`, one thread), then the mean and the minimum. `--overlays OUT` writes one PNG per
-character: paper taken in red, figure missed blue, the mask's outline green, joints
-yellow.
+`--runs`, one thread), then the mean and the minimum; then the time per crop with every
+crop scaled to each of `--sizes` px on its longer side (wall and CPU, medians over crops
+and runs). `--overlays OUT` writes one PNG per character: paper taken in red, figure
+missed blue, the mask's outline green, joints yellow.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--overlays", type=Path, help="write an overlay PNG per character here")
     parser.add_argument("--runs", type=int, default=5, help="timed runs per crop (median)")
+    parser.add_argument("--sizes", default="300,450,600", help="longer sides to time, px")
     args = parser.parse_args(argv)
     cv2.setNumThreads(1)  # as in a gateway render worker
     characters = dev_characters(args.folder)
@@ -112,7 +114,28 @@ def main(argv: list[str] | None = None) -> int:
             Image.fromarray(image).save(args.overlays / f"{c.name}.png")
     print(f"mean IoU {np.mean(ious):.3f}, min {np.min(ious):.3f}; "
           f"joints inside {np.mean(inside):.3f}; load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    for side in [int(v) for v in args.sizes.split(",") if v.strip()]:
+        wall, cpu = time_at_size(characters, side, max(1, args.runs))
+        print(f"time per crop at {side} px: {wall:.1f} ms wall, {cpu:.1f} ms CPU "
+              f"(median; load {os.getloadavg()[0]:.2f})")  # fmt: skip
     return 0
+
+
+def time_at_size(characters: list[DevCharacter], side: int, runs: int) -> tuple[float, float]:
+    """(wall ms, CPU ms): medians over crops and runs, each crop scaled to `side` px long."""
+    walls, cpus = [], []
+    for c in characters:
+        scale = side / max(c.rgb.shape[:2])
+        size = (round(c.rgb.shape[1] * scale), round(c.rgb.shape[0] * scale))
+        rgb = cv2.resize(c.rgb, size, interpolation=cv2.INTER_AREA)
+        joints = FigureJoints(c.joints.points * scale, c.joints.bones, c.joints.head)
+        figure_mask(rgb, joints)  # warm
+        for _ in range(runs):
+            wall, cpu = time.perf_counter(), time.process_time()
+            figure_mask(rgb, joints)
+            walls.append(time.perf_counter() - wall)
+            cpus.append(time.process_time() - cpu)
+    return 1000 * statistics.median(walls), 1000 * statistics.median(cpus)
 
 
 if __name__ == "__main__":
