@@ -160,7 +160,7 @@ def finish_mask(
     ink = ink_map(rgb) if ink is None else ink
     figure = FigureJoints.of(joints) if joints is not None else None
     inked = ink.ink
-    out = _drop_paper(mask.astype(bool), inked)
+    out = _drop_paper(mask.astype(bool), inked, ink.stroke_width)
     if figure is None:
         out = _largest(out)
     else:
@@ -194,16 +194,26 @@ def _largest(mask: np.ndarray) -> np.ndarray:
     return labels == 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
 
 
-def _drop_paper(mask: np.ndarray, inked: np.ndarray) -> np.ndarray:
-    """`mask` less the paper in it: what is neither near ink nor enclosed by inked outline.
+def _drop_paper(mask: np.ndarray, inked: np.ndarray, stroke_width: float) -> np.ndarray:
+    """`mask` less the blank paper in it: broad patches neither near ink nor enclosed by an
+    inked outline.
 
     A mask made from the ink loses nothing here; a learned mask that spilled onto a shadow
-    or a blank corner of the page loses the spill.
+    or a blank corner of the page loses the spill. A thin unsupported strip stays: it is
+    more likely a limb drawn fainter than the ink map can see than paper.
     """
     if not mask.any() or not inked.any():
         return mask  # nothing measurable to check against: trust the source
     near = morph.dilate(mask & inked, max(2.0, min(mask.shape) / 100))
-    return mask & fill_holes(near)
+    blank = mask & ~fill_holes(near)
+    if not blank.any():
+        return mask
+    count, labels = cv2.connectedComponents(blank.astype(np.uint8), connectivity=8)
+    depth = cv2.distanceTransform(blank.astype(np.uint8), cv2.DIST_L2, 3)
+    deepest = np.r_[0.0, ndimage.maximum(depth, labels, np.arange(1, count))]
+    broad = deepest > max(3.0, stroke_width)
+    broad[0] = False
+    return mask & ~broad[labels]
 
 
 def _labels_at(labels: np.ndarray, points: np.ndarray) -> np.ndarray:

@@ -38,6 +38,17 @@ def test_a_learned_mask_that_spilled_onto_the_page_loses_the_spill(stick):
     assert finished.warnings == ()
 
 
+def test_a_thin_strip_the_ink_map_cannot_see_is_kept(stick):
+    # A learned mask may see a limb fainter than the ink map does: a thin strip on what
+    # looks like blank paper is kept, unlike a broad patch.
+    mask = morph.dilate(stick.figure, 2)
+    hx, hy = np.round(stick.skeleton["left_hand"]).astype(int)
+    strip = np.zeros_like(mask)
+    strip[hy - 2 : hy + 3, hx : hx + 50] = True  # 5 px wide, running on from the hand
+    finished = finish_mask(mask | strip, stick.rgb, stick.skeleton)
+    assert finished.mask[strip].all()
+
+
 def test_pieces_are_joined_into_one_with_holes_filled_and_every_joint_on_it(stick):
     # A mask with its arms cut off at the shoulders and elbows, a hole in the head.
     broken = morph.dilate(stick.figure, 1)
