@@ -1,12 +1,11 @@
-"""The figure's mask from a cropped drawing, with OpenCV: pen strokes and what they enclose.
+"""The figure's mask from a cropped drawing with OpenCV: drawn lines and what they enclose.
 
-A drawing on paper is dark strokes on a bright, unevenly lit page. The steps:
-adaptive threshold of the darkest channel (ink of any colour, whatever the lighting) -> morphological closing (joins sketchy,
-broken strokes and the small gaps children leave, e.g. where a head meets its neck) ->
-flood fill of the paper from the crop's border (what the fill cannot reach lies inside the
-outline, so holes are filled) -> one connected component: the one holding the most
-skeleton joints (a sun or a house beside the figure can be bigger), else the largest.
-The result hugs the drawing's outline, which is what the mesh is built from.
+The steps: ink measured against the page's own colour under the local light
+(`paper.ink_map`: a shadow, grey or beige paper and faint pencil are handled there) ->
+a closing about one stroke wide (joins a crayon's skips and a sketchy line's breaks, but
+not a caption or a ball a few strokes away) -> holes filled (what the paper cannot reach
+from the crop's border lies inside an outline) -> `figure_mask.finish_mask`, which keeps
+the pieces the joints say are the figure and joins them into one.
 """
 
 from __future__ import annotations
@@ -14,51 +13,75 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-BLOCK_FRACTION = 1 / 4  # threshold neighbourhood, of the crop's short side
-INK_CONTRAST = 10  # grey levels darker than the neighbourhood's mean to count as ink
-GAP_FRACTION = 1 / 40  # closing kernel, of the crop's short side
+from animation import morph
+from animation.figure_mask import FigureJoints, FinishedMask, fill_holes, finish_mask
+from animation.paper import InkMap, ink_map
+from animation.skeleton import Skeleton
+
+MAX_CLOSING = 1 / 40  # the closing's kernel never grows past this share of the short side
+CLOSING_STROKES = 0.5  # the closing kernel, in stroke widths
 
 
-def odd_size(n: float) -> int:
-    n = max(3, int(n))
-    return n if n % 2 else n + 1
+def drawn_regions(ink: InkMap, figure: FigureJoints | None = None) -> np.ndarray:
+    """(H, W) bool: every drawn thing in the crop (lines closed, outlines filled).
+
+    With the `figure`'s joints, an outline that holds a joint or a bone is filled even
+    where it has a gap (a pencil head with a skip in its circle, an arm left open at the
+    hand).
+    """
+    inked = ink.ink
+    if not inked.any():
+        return inked
+    side = min(inked.shape)
+    k = int(np.clip(round(CLOSING_STROKES * ink.stroke_width), 3, max(3, side * MAX_CLOSING))) | 1
+    closed = _close(inked, k)
+    if figure is not None:
+        closed |= _outlines_around_joints(inked, figure, max(k, side * MAX_CLOSING))
+    return fill_holes(closed)
 
 
-def fill_holes(binary: np.ndarray) -> np.ndarray:
-    """`binary` plus every region the border cannot reach through non-set pixels."""
-    padded = cv2.copyMakeBorder(binary.astype(np.uint8) * 255, 1, 1, 1, 1,
-                                cv2.BORDER_CONSTANT, value=0)  # fmt: skip
-    # A ring of paper around the crop, so one fill from a corner reaches the whole border.
-    fill_mask = np.zeros((padded.shape[0] + 2, padded.shape[1] + 2), np.uint8)
-    cv2.floodFill(padded, fill_mask, (0, 0), 128)
-    return padded[1:-1, 1:-1] != 128
+def _close(binary: np.ndarray, k: int) -> np.ndarray:
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k))
+    return cv2.morphologyEx(binary.astype(np.uint8), cv2.MORPH_CLOSE, kernel) > 0
 
 
-def segment_figure(rgb: np.ndarray, keypoints: np.ndarray | None = None) -> np.ndarray:
+def _outlines_around_joints(inked: np.ndarray, figure: FigureJoints, gap: float) -> np.ndarray:
+    """(H, W) bool: the insides that closing gaps up to `gap` px encloses and a joint or a
+    bone lies in, with the closed outline around them.
+
+    A wide closing would glue a caption or a ball to the figure; kept only where it
+    closes an outline around the skeleton, it cannot.
+    """
+    closed = morph.closing(inked, gap / 2)
+    insides = fill_holes(closed) & ~closed
+    count, labels = cv2.connectedComponents(insides.astype(np.uint8), connectivity=4)
+    touched = figure.labels_touched(labels)
+    touched[0] = False
+    if not touched.any():
+        return np.zeros(inked.shape, bool)
+    kept = touched[labels]
+    return kept | (morph.dilate(kept, gap) & closed)
+
+
+def segment_figure(
+    rgb: np.ndarray, joints: Skeleton | np.ndarray | FigureJoints | None = None
+) -> np.ndarray:
     """(H, W) bool mask of the figure in an (H, W, 3) uint8 crop; all False if none is found.
 
-    `keypoints` (N, 2) in the crop's pixels pick the figure's component among several.
+    `joints` (a `Skeleton`, 17 COCO keypoints or (N, 2) points, crop pixels) say which
+    drawn things are the figure; without them the largest one is.
     """
-    # The darkest channel, not luminance: yellow marker on white paper is bright but has
-    # almost no blue, so it still stands out as ink.
-    gray = np.ascontiguousarray(rgb.min(axis=2))
-    side = min(gray.shape)
-    ink = cv2.adaptiveThreshold(gray, 255, cv2.ADAPTIVE_THRESH_MEAN_C, cv2.THRESH_BINARY_INV,
-                                odd_size(side * BLOCK_FRACTION), INK_CONTRAST)  # fmt: skip
-    k = odd_size(side * GAP_FRACTION)
-    ink = cv2.morphologyEx(
-        ink, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k))
-    )
-    figure = fill_holes(ink > 0).astype(np.uint8)
+    return figure_mask(rgb, joints).mask
 
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(figure, connectivity=8)
-    if count < 2:
-        return np.zeros(gray.shape, bool)
-    score = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
-    if keypoints is not None and len(keypoints):
-        height, width = labels.shape
-        xy = np.clip(np.round(np.asarray(keypoints)[:, :2]).astype(int), 0, (width - 1, height - 1))
-        joints_inside = np.bincount(labels[xy[:, 1], xy[:, 0]], minlength=count)
-        score += joints_inside * float(labels.size)  # joints first, area breaks ties
-    score[0] = -1  # the paper
-    return labels == int(np.argmax(score))
+
+def figure_mask(
+    rgb: np.ndarray,
+    joints: Skeleton | np.ndarray | FigureJoints | None,
+    learned: np.ndarray | None = None,
+) -> FinishedMask:
+    """The mask the rig gets, with its warnings: the `learned` (H, W) bool mask when a
+    model gave one, else OpenCV's from the (H, W, 3) uint8 crop; finished either way."""
+    ink = ink_map(rgb)
+    figure = None if joints is None else FigureJoints.of(joints)
+    raw = drawn_regions(ink, figure) if learned is None else np.asarray(learned, bool)
+    return finish_mask(raw, rgb, figure, ink=ink)

@@ -15,7 +15,7 @@ import numpy as np
 from animation.character import Character
 from animation.motions import load_motion, load_motion_table
 from animation.render import RenderOptions, build_rig, render_motion
-from animation.segment import segment_figure
+from animation.segment import figure_mask
 from animation.skeleton import Skeleton
 from gateway.errors import NoCharacterDetected
 from gateway.preprocess import ModelImage, decode_for_models
@@ -47,11 +47,13 @@ def decode(data: bytes, max_pixels: int, max_side: int) -> ModelImage:
 
 def build_character(crop: np.ndarray, keypoints: np.ndarray) -> Character:
     """The character in memory: texture = the crop, mask from segmentation, rig from keypoints."""
-    mask = segment_figure(crop, keypoints)
+    skeleton = Skeleton.from_coco(keypoints)
+    # figure_mask(...).warnings name what looks implausible; they reach the response later.
+    mask = figure_mask(crop, skeleton).mask
     if mask.sum() < MIN_FIGURE_FRACTION * mask.size:
         raise NoCharacterDetected("no drawn figure could be separated from the paper")
     texture = np.dstack([crop, np.full(crop.shape[:2], 255, np.uint8)])
-    return Character(texture=texture, mask=mask, skeleton=Skeleton.from_coco(keypoints))
+    return Character(texture=texture, mask=mask, skeleton=skeleton)
 
 
 def animate(

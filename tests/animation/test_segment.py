@@ -1,9 +1,15 @@
+"""The OpenCV figure mask on drawings with the failure modes real photos have."""
+
 import cv2
 import numpy as np
+import pytest
 
-from animation.segment import GAP_FRACTION, fill_holes, odd_size, segment_figure
+from animation import morph
+from animation.figure_mask import FRINGE_PX, fill_holes
+from animation.segment import segment_figure
 from gateway.preprocess import crop_box
 from tests.gateway.images import drawing
+from tests.support import pages
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> float:
@@ -17,20 +23,30 @@ def _crop(sample):
     return np.ascontiguousarray(sample.image[window]), sample.mask[window], keypoints
 
 
-def _filled(label: np.ndarray) -> np.ndarray:
-    """The label (the figure's ink) as a mask should be: outline gaps closed, inside filled."""
-    k = odd_size(min(label.shape) * GAP_FRACTION)
+def _as_a_mask_should_be(label: np.ndarray) -> np.ndarray:
+    """The generator's label (the figure's ink) closed, filled and given the mask's margin."""
+    k = max(3, min(label.shape) // 40) | 1
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k))
-    return fill_holes(cv2.morphologyEx(label.astype(np.uint8), cv2.MORPH_CLOSE, kernel) > 0)
+    closed = cv2.morphologyEx(label.astype(np.uint8), cv2.MORPH_CLOSE, kernel) > 0
+    return morph.dilate(fill_holes(closed), FRINGE_PX)
+
+
+def _joints_inside(mask: np.ndarray, page: pages.Page) -> bool:
+    xy = np.round(page.skeleton.rest).astype(int)
+    return bool(mask[xy[:, 1], xy[:, 0]].all())
+
+
+def _one_piece(mask: np.ndarray) -> bool:
+    return cv2.connectedComponents(mask.astype(np.uint8), connectivity=8)[0] == 2
 
 
 def test_mask_hugs_the_drawn_figure():
     ious = []
     for seed in range(10):
         crop, label, keypoints = _crop(drawing(seed))
-        ious.append(_iou(segment_figure(crop, keypoints), _filled(label)))
+        ious.append(_iou(segment_figure(crop, keypoints), _as_a_mask_should_be(label)))
     assert np.median(ious) > 0.9, ious
-    assert min(ious) > 0.75, ious
+    assert min(ious) > 0.8, ious
 
 
 def test_enclosed_regions_are_filled():
@@ -56,3 +72,63 @@ def test_the_component_holding_the_joints_wins_over_a_bigger_one():
 
 def test_blank_page_gives_an_empty_mask():
     assert not segment_figure(np.full((100, 80, 3), 240, np.uint8)).any()
+
+
+def test_grey_paper_in_uneven_light_gives_an_empty_mask():
+    yy, xx = np.mgrid[:200, :160]
+    light = 1 - 0.4 * (xx / 160) - 0.2 * (yy / 200)
+    photo = (np.array([190, 188, 180]) * light[..., None]).astype(np.uint8)
+    assert not segment_figure(np.ascontiguousarray(photo)).any()
+
+
+@pytest.mark.parametrize("seed", [1, 7])
+def test_faint_pencil_stick_limbs_are_kept(seed):
+    # Light grey pencil on grey paper, skipping on the grain: each limb is a broken thin
+    # line. Today's threshold-and-largest-piece path kept the head and body only.
+    page = pages.stick_figure(
+        seed, width=2, ink_rgb=(150, 150, 150), paper_rgb=(200, 200, 195), dashed=0.25, grain=4
+    )
+    mask = segment_figure(page.rgb, page.skeleton)
+    assert mask[page.limbs].mean() > 0.97
+    assert _joints_inside(mask, page)
+    assert _one_piece(mask)
+
+
+def test_faint_figure_on_grey_paper_with_a_shadow_gets_no_paper_blob():
+    page = pages.stick_figure(
+        2, width=2, ink_rgb=(120, 120, 130), paper_rgb=(190, 190, 188), shadow=0.45, falloff=0.3
+    )
+    mask = segment_figure(page.rgb, page.skeleton)
+    paper = mask & ~morph.dilate(page.figure, FRINGE_PX + 2)
+    assert paper.sum() < 0.03 * mask.sum()  # today: the shadow's edge, bigger than the figure
+    assert mask[page.limbs].mean() > 0.97
+    assert _joints_inside(mask, page)
+
+
+@pytest.mark.parametrize("shadow", [0.0, 0.4])
+def test_separate_crayon_blocks_are_bridged_into_one_figure(shadow):
+    # A head, a body and one bar per bone, 10 px apart, scribbled with gaps in the fill.
+    page = pages.block_figure(3, gap=10, fill_gaps=0.1, shadow=shadow, falloff=shadow / 2)
+    mask = segment_figure(page.rgb, page.skeleton)
+    assert _one_piece(mask)
+    assert mask[page.figure].mean() > 0.97  # today: the body only
+    assert _joints_inside(mask, page)
+    paper = mask & ~morph.dilate(page.figure, 10)
+    assert paper.sum() < 0.05 * mask.sum()  # the bridges are thin
+
+
+def test_a_ball_and_a_caption_beside_the_figure_are_not_glued_on():
+    page = pages.with_things(pages.stick_figure(4, width=3), 4, ball_gap=5, caption_gap=6)
+    mask = segment_figure(page.rgb, page.skeleton)
+    assert mask[page.others["ball"]].mean() < 0.05  # today: closed onto the hand
+    assert mask[page.others["caption"]].mean() < 0.05
+    assert mask[page.limbs].mean() > 0.97
+
+
+def test_a_ball_held_against_the_hand_is_cut_off():
+    page = pages.with_things(pages.block_figure(5, gap=0), 5, ball_gap=-4, caption_gap=6)
+    mask = segment_figure(page.rgb, page.skeleton)
+    ball = page.others["ball"] & ~morph.dilate(page.figure, 4)
+    assert mask[ball].mean() < 0.1  # today: all of it
+    assert mask[page.figure].mean() > 0.97
+    assert _joints_inside(mask, page)

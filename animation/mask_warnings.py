@@ -1,0 +1,77 @@
+"""Is a finished figure mask plausible? Short warning codes for what looks wrong.
+
+The gateway animates with the best mask it has whatever these say, and sends the codes
+in an `X-Figure-Warnings` header, logs and counts them: they tell a person (or the app)
+to check the outline, and tell the team which drawings fail and how.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import cv2
+import numpy as np
+
+if TYPE_CHECKING:
+    from animation.figure_mask import FigureJoints
+
+# Every code, most serious first (the order warnings are returned in).
+WARNINGS: dict[str, str] = {
+    "no_figure": "no figure could be separated from the paper",
+    "joints_outside": "a joint lies outside the figure's outline, too far to join",
+    "mostly_paper": "most of the outline runs over blank paper, not along drawn lines",
+    "figure_tiny": "the figure covers a tiny share of its box",
+    "figure_huge": "the figure covers almost all of its box (paper taken in?)",
+    "touches_border": "the figure runs into the edge of its box along a long stretch",
+}
+TINY_SHARE, HUGE_SHARE = 0.02, 0.90  # of the crop's area
+OUTLINE_ON_INK = 0.5  # least share of the outline that lies on or next to ink
+BORDER_SHARE = 0.25  # most share of the crop's border the figure may run along
+ON_INK_PX = 3  # "next to ink": within this many pixels
+
+
+def mask_warnings(
+    mask: np.ndarray, inked: np.ndarray, figure: FigureJoints | None
+) -> tuple[str, ...]:
+    """Warning codes (keys of WARNINGS) for a finished (H, W) bool `mask`.
+
+    `inked`: the crop's (H, W) bool ink (`InkMap.ink`); `figure`: the joints, or None.
+    """
+    if not mask.any():
+        return ("no_figure",)
+    found: set[str] = set()
+    if figure is not None and _joints_outside(mask, figure.points):
+        found.add("joints_outside")
+    if _outline_on_ink(mask, inked) < OUTLINE_ON_INK:
+        found.add("mostly_paper")
+    share = float(mask.mean())
+    if share < TINY_SHARE:
+        found.add("figure_tiny")
+    if share > HUGE_SHARE:
+        found.add("figure_huge")
+    border = np.concatenate([mask[0], mask[-1], mask[1:-1, 0], mask[1:-1, -1]])
+    if border.mean() > BORDER_SHARE:
+        found.add("touches_border")
+    return tuple(code for code in WARNINGS if code in found)
+
+
+def _joints_outside(mask: np.ndarray, points: np.ndarray) -> bool:
+    height, width = mask.shape
+    xy = np.round(points).astype(np.int64)
+    inside = (xy[:, 0] >= 0) & (xy[:, 0] < width) & (xy[:, 1] >= 0) & (xy[:, 1] < height)
+    if not inside.all():
+        return True
+    return not mask[xy[:, 1], xy[:, 0]].all()
+
+
+def _outline_on_ink(mask: np.ndarray, inked: np.ndarray) -> float:
+    """Share of the mask's outline pixels (inside the crop) within ON_INK_PX of ink."""
+    m = mask.astype(np.uint8)
+    outline = (m - cv2.erode(m, np.ones((3, 3), np.uint8))) > 0
+    outline[[0, -1], :] = False  # the crop's edge is not an outline anybody drew
+    outline[:, [0, -1]] = False
+    if not outline.any():
+        return 1.0
+    d = 2 * ON_INK_PX + 1
+    near_ink = cv2.dilate(inked.astype(np.uint8), np.ones((d, d), np.uint8)) > 0
+    return float(near_ink[outline].mean())

@@ -1,0 +1,161 @@
+"""finish_mask: whatever made a mask, the rig gets one figure, and implausible ones are named."""
+
+import cv2
+import numpy as np
+import pytest
+
+from animation import morph
+from animation.figure_mask import FigureJoints, finish_mask
+from animation.mask_warnings import WARNINGS
+from animation.skeleton import COCO_KEYPOINTS, JOINTS, Skeleton
+from tests.support import pages
+
+
+def _pieces(mask: np.ndarray) -> int:
+    return cv2.connectedComponents(mask.astype(np.uint8), connectivity=8)[0] - 1
+
+
+def _inside(mask: np.ndarray, points: np.ndarray) -> np.ndarray:
+    xy = np.round(points).astype(int)
+    return mask[xy[:, 1], xy[:, 0]]
+
+
+@pytest.fixture(scope="module")
+def stick():
+    return pages.stick_figure(0, width=3)
+
+
+def test_a_learned_mask_that_spilled_onto_the_page_loses_the_spill(stick):
+    # A segmenter's mask: the figure plus a slab of blank paper joined to its arm.
+    spilled = morph.dilate(stick.figure, 2)
+    spilled[150:260, 0:90] = True
+    finished = finish_mask(spilled, stick.rgb, stick.skeleton)
+    slab = np.zeros_like(spilled)
+    slab[150:260, 0:90] = True
+    slab &= ~morph.dilate(stick.figure, 6)
+    assert finished.mask[slab].mean() < 0.05
+    assert finished.mask[stick.figure].mean() > 0.97
+    assert finished.warnings == ()
+
+
+def test_a_thin_strip_the_ink_map_cannot_see_is_kept(stick):
+    # A learned mask may see a limb fainter than the ink map does: a thin strip on what
+    # looks like blank paper is kept, unlike a broad patch.
+    mask = morph.dilate(stick.figure, 2)
+    hx, hy = np.round(stick.skeleton["left_hand"]).astype(int)
+    strip = np.zeros_like(mask)
+    strip[hy - 2 : hy + 3, hx : hx + 50] = True  # 5 px wide, running on from the hand
+    finished = finish_mask(mask | strip, stick.rgb, stick.skeleton)
+    assert finished.mask[strip].all()
+
+
+def test_pieces_are_joined_into_one_with_holes_filled_and_every_joint_on_it(stick):
+    # A mask with its arms cut off at the shoulders and elbows, a hole in the head.
+    broken = morph.dilate(stick.figure, 1)
+    for name in ("right_shoulder", "right_elbow", "left_shoulder", "left_elbow"):
+        x, y = stick.skeleton[name]
+        broken[int(y) - 12 : int(y) + 12, int(x) - 12 : int(x) + 12] = False
+    assert _pieces(broken) > 2
+    finished = finish_mask(broken, stick.rgb, stick.skeleton)
+    assert _pieces(finished.mask) == 1
+    assert _inside(finished.mask, stick.skeleton.rest).all()
+    assert finished.mask[tuple(np.round(stick.skeleton["neck"][::-1]).astype(int))]
+    # The bridges run along the bones: nothing far from the drawn figure is added.
+    assert (finished.mask & ~morph.dilate(stick.figure, 8)).sum() == 0
+
+
+def test_a_piece_no_joint_or_bone_touches_is_dropped(stick):
+    mask = morph.dilate(stick.figure, 2)
+    mask[10:40, 330:380] = True  # a sun in the corner
+    finished = finish_mask(mask, stick.rgb, stick.skeleton)
+    assert not finished.mask[10:40, 330:380].any()
+    assert _pieces(finished.mask) == 1
+
+
+def test_joints_are_taken_as_a_skeleton_coco_keypoints_or_plain_points(stick):
+    skeleton = stick.skeleton
+    coco = np.zeros((len(COCO_KEYPOINTS), 3))
+    for i, name in enumerate(COCO_KEYPOINTS):
+        joint = {"nose": "neck", "left_wrist": "left_hand", "right_wrist": "right_hand",
+                 "left_ankle": "left_foot", "right_ankle": "right_foot"}.get(name, name)  # fmt: skip
+        coco[i, :2] = skeleton[joint] if joint in JOINTS else skeleton["neck"]
+        coco[i, 2] = 0.9
+    from_coco = FigureJoints.of(coco)
+    assert np.allclose(from_coco.points, Skeleton.from_coco(coco).rest)
+    assert np.allclose(from_coco.points[4:], skeleton.rest[4:])  # the limbs, as given
+    assert len(from_coco.bones) == len(JOINTS) - 2  # the root has no parent; hip sits on it
+    plain = FigureJoints.of(skeleton.rest[:5])
+    assert plain.bones.shape == (0, 2)
+    with pytest.raises(ValueError):
+        FigureJoints.of(np.zeros((4,)))
+
+
+def test_char_cfg_joints_keep_their_own_names_and_parents():
+    cfg = [
+        {"name": "root", "loc": [10, 10], "parent": None},
+        {"name": "leg1", "loc": [10, 30], "parent": "root"},
+        {"name": "leg2", "loc": [20, 30], "parent": "leg1"},
+    ]
+    joints = FigureJoints.from_char_cfg(cfg)
+    assert joints.bones.tolist() == [[1, 0], [2, 1]]
+    with pytest.raises(ValueError):
+        FigureJoints.from_char_cfg([{"name": "a", "loc": [1, 2], "parent": "missing"}])
+
+
+def test_an_empty_mask_warns_no_figure(stick):
+    finished = finish_mask(np.zeros(stick.figure.shape, bool), stick.rgb, stick.skeleton)
+    assert not finished.mask.any()
+    assert finished.warnings == ("no_figure",)
+
+
+def test_joints_far_outside_the_figure_are_named(stick):
+    moved = stick.skeleton.rest.copy()
+    moved[[6, 9]] += (0, 120)  # both hands, far below the arms
+    finished = finish_mask(morph.dilate(stick.figure, 2), stick.rgb, Skeleton(moved))
+    assert "joints_outside" in finished.warnings
+    assert not _inside(finished.mask, moved[[6, 9]]).any()  # not bridged: too far
+
+
+def test_a_tiny_figure_is_named(stick):
+    speck = np.zeros(stick.figure.shape, bool)
+    x, y = np.round(stick.skeleton["torso"]).astype(int)
+    speck[y - 3 : y + 3, x - 3 : x + 3] = True
+    finished = finish_mask(speck, stick.rgb, Skeleton(np.tile([x, y], (len(JOINTS), 1))))
+    assert "figure_tiny" in finished.warnings
+
+
+def test_a_mask_of_plain_paper_is_named():
+    # On a page with no ink at all nothing can be checked against the drawing, so the mask
+    # is kept as it is; what is implausible about it is named.
+    blank = np.full((200, 160, 3), 235, np.uint8)
+    blob = np.zeros((200, 160), bool)
+    blob[50:150, 40:120] = True
+    assert finish_mask(blob, blank, None).warnings == ("mostly_paper",)
+    everything = finish_mask(np.ones((200, 160), bool), blank, None)
+    assert everything.warnings == ("figure_huge", "touches_border")
+
+
+def test_a_good_mask_has_no_warnings_and_every_code_is_described(stick):
+    assert finish_mask(morph.dilate(stick.figure, 1), stick.rgb, stick.skeleton).warnings == ()
+    assert all(code.isidentifier() and text for code, text in WARNINGS.items())
+
+
+def test_the_mask_must_match_the_image():
+    with pytest.raises(ValueError, match="does not match"):
+        finish_mask(np.zeros((10, 10), bool), np.zeros((12, 10, 3), np.uint8), None)
+
+
+def test_a_hand_drawn_apart_from_its_arm_is_kept_but_not_what_the_crop_edge_cuts(stick):
+    mask = morph.dilate(stick.figure, 2)
+    hx, hy = np.round(stick.skeleton["right_hand"]).astype(int)
+    mitten = np.zeros_like(mask)
+    cv2.circle(mitten.view(np.uint8), (int(hx) - 16, int(hy) + 4), 8, 1, -1)  # 6 px from the arm
+    fx, fy = np.round(stick.skeleton["left_foot"]).astype(int)
+    table = np.zeros_like(mask)
+    table[fy + 12 :, fx - 10 : fx + 10] = True  # a dark strip running out of the crop
+    rgb = stick.rgb.copy()
+    rgb[mitten | table] = 60  # drawn on the page too: a mask over blank paper is dropped
+    finished = finish_mask(mask | mitten | table, rgb, stick.skeleton)
+    assert finished.mask[mitten].all()
+    assert not finished.mask[fy + 20 :, fx - 10 : fx + 10].any()
+    assert _pieces(finished.mask) == 1
