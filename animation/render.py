@@ -1,5 +1,7 @@
-"""Character + motion -> GIF. The rig is built once per character; a motion then costs
-one ARAP solve for all its frames, one camera for the whole clip, texture splats and LZW."""
+"""Character + motion -> GIF, WebP or MP4. The rig is built once per character (the
+texture cleaned and paletted, the mesh, the factorised ARAP systems); a motion then costs
+one ARAP solve for all its frames, one camera for the whole clip, texture splats and the
+encoder."""
 
 from __future__ import annotations
 
@@ -14,20 +16,20 @@ from scipy import sparse
 
 from animation.arap import ArapSolver, build_arap
 from animation.character import Character
-from animation.gif import InlineExecutor, encode_gif
+from animation.formats import DEFAULT_FORMAT, check_format, encode
+from animation.gif import InlineExecutor
 from animation.mesh import Mesh, barycentric_matrix, build_mesh, joint_triangles
 from animation.motions import Motion, load_motion
 from animation.rasterise import (
     SAMPLE_SPACING,
-    TRANSPARENT,
     fit_camera,
     outline_weights,
-    quantise_texture,
     rasterise,
     stretch_levels,
     texture_samples,
 )
 from animation.retarget import retarget
+from animation.texture import PalettedTexture, clean_texture
 from animation.timing import frame_schedule
 
 MAX_SIZE = 1024  # output px: bounds memory (~250 MB at 1024), far above what a phone shows
@@ -41,8 +43,14 @@ class RenderOptions:
     fps: float = 15
     max_frames: int = 150
     workers: int = 1  # threads for rasterising and LZW; 1 inside a pool already using every core
+    format: str = DEFAULT_FORMAT  # a key of `formats.FORMATS`: gif, webp or mp4
+    background: tuple[int, int, int] = (255, 255, 255)  # RGB behind the figure where a
+    # format has no transparency (mp4); gif and webp stay transparent
 
     def __post_init__(self) -> None:
+        check_format(self.format)
+        if len(self.background) != 3 or not all(0 <= int(c) <= 255 for c in self.background):
+            raise ValueError(f"background must be three 0..255 values, got {self.background}")
         if not 8 <= self.size <= MAX_SIZE:
             raise ValueError(f"size must be 8..{MAX_SIZE} px, got {self.size}")
         if not (np.isfinite(self.fps) and 0 < self.fps <= 100):
@@ -60,26 +68,27 @@ class Rig:
     character: Character
     mesh: Mesh
     arap: ArapSolver
-    palette: np.ndarray  # (256, 3) uint8; index TRANSPARENT is the background
-    index: np.ndarray  # (H, W) uint8 texture as palette indices
+    texture: PalettedTexture  # the cleaned texture: palette, indices, background index
     outline: sparse.csr_matrix  # (P, N) points whose extent is the figure's extent
 
 
 def build_rig(character: Character, timings: dict[str, float] | None = None) -> Rig:
-    """Mesh, joint binding and the factorised ARAP systems: once per character."""
+    """Mesh, cleaned texture, joint binding and the factorised ARAP systems: once per
+    character."""
     clock = _Clock(timings)
     joints = character.skeleton.rest
     if np.ptp(joints, axis=0).max() < 2:
         raise ValueError("the skeleton's joints all sit on one point")
     mesh = build_mesh(character.mask, joints)
-    palette, index = quantise_texture(character.texture, mesh.region)
     outline = outline_weights(mesh)
     clock.lap("mesh")
+    texture = clean_texture(character.texture, mesh.region)
+    clock.lap("texture")
     handles = barycentric_matrix(mesh, joints, joint_triangles(mesh, joints))
     arap = build_arap(mesh.vertices, mesh.triangles, handles)
     clock.lap("arap_build")
     return Rig(
-        character=character, mesh=mesh, arap=arap, palette=palette, index=index, outline=outline
+        character=character, mesh=mesh, arap=arap, texture=texture, outline=outline
     )
 
 
@@ -90,7 +99,8 @@ def render_joints(
     options: RenderOptions = RenderOptions(),
     timings: dict[str, float] | None = None,
 ) -> bytes:
-    """(F, 16, 2) joint positions in texture px, one row a frame -> GIF bytes.
+    """(F, 16, 2) joint positions in texture px, one row a frame -> the file's bytes in
+    `options.format`.
 
     Adds each stage's CPU seconds (summed over threads) to `timings`.
     """
@@ -111,14 +121,17 @@ def render_joints(
     )
     placed = vertices * camera.scale + camera.offset
     levels = stretch_levels(rig.mesh, vertices)
-    samples = texture_samples(rig.mesh, rig.index, SAMPLE_SPACING / camera.scale, levels)
+    samples = texture_samples(
+        rig.mesh, rig.texture.index, SAMPLE_SPACING / camera.scale, levels
+    )
+    background = rig.texture.transparent
     clock.lap("rasterise")
     chunk_frames = int(np.clip(_CHUNK_BYTES // (18 * samples.weights.shape[0]), 1, _CHUNK))
 
     def draw(start: int) -> tuple[np.ndarray, float]:
         began = time.thread_time()
         stop = start + chunk_frames
-        chunk = rasterise(samples, placed[start:stop], camera.width, camera.height)
+        chunk = rasterise(samples, placed[start:stop], camera.width, camera.height, background)
         return chunk, time.thread_time() - began
 
     # Rasterising and encoding are pipelined over chunks of frames, on one pool of threads
@@ -134,9 +147,19 @@ def render_joints(
             while queued:
                 yield _collect(queued.popleft(), timings)
 
-        gif = encode_gif(chunks(), rig.palette, delays_cs, TRANSPARENT, pool, timings)
+        data = encode(
+            options.format,
+            chunks(),
+            rig.texture.palette,
+            background,
+            delays_cs,
+            options.background,
+            pool,
+            options.workers,
+            timings,
+        )
     clock.restart()
-    return gif
+    return data
 
 
 def _collect(future: Future, timings: dict[str, float] | None) -> np.ndarray:
@@ -151,7 +174,8 @@ def _executor(workers: int) -> Executor:
 
 
 def render_motion(rig: Rig, motion: Motion, options: RenderOptions = RenderOptions()) -> bytes:
-    """One motion for a rigged character -> GIF bytes."""
+    """One motion for a rigged character -> the bytes of a file in `options.format`
+    (`formats.FORMATS[options.format]` gives its suffix and content type)."""
     return render_motion_timed(rig, motion, options)
 
 
@@ -171,7 +195,8 @@ def render_motions(
     motions: Sequence[str | Motion],
     options: RenderOptions = RenderOptions(),
 ) -> dict[str, bytes]:
-    """Each motion (a name from the motion table, a BVH path, or a loaded Motion) -> GIF."""
+    """Each motion (a name from the motion table, a BVH path, or a loaded Motion) -> the
+    bytes of a file in `options.format`."""
     loaded = [m if isinstance(m, Motion) else load_motion(m) for m in motions]
     rig = build_rig(character)
     return {m.name: render_motion(rig, m, options) for m in loaded}
