@@ -1,9 +1,13 @@
 """Command line: render a motion for a character folder, or list the shipped motions.
 
     python -m animation render --character DIR (--motion NAME | --bvh FILE [--up y|z])
-                               --out OUT.gif [--size 256] [--fps 15] [--max-frames 150]
+                               --out OUT.gif|OUT.webp|OUT.mp4 [--format gif|webp|mp4]
+                               [--size 256] [--fps 15] [--max-frames 150]
+                               [--background '#ffffff']
     python -m animation motions [--json]
 
+The format is `--format`, else the suffix of `--out` (no suffix: GIF); a suffix of another
+known format than `--format` is an error, so GIF bytes never land under an .mp4 name.
 Errors are one line on stderr and exit status 2.
 """
 
@@ -16,10 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from animation.character import load_character
-from animation.motions import load_motion, load_motion_table
-from animation.render import RenderOptions, build_rig, render_motion
-from animation.timing import frame_schedule
+from animation.formats import DEFAULT_FORMAT, FORMATS, format_for_path
+
+# The defaults of `animation.render.RenderOptions`, repeated so that `--help` and the
+# motion table need not import the renderer (numpy, scipy, OpenCV: most of a run's start-up).
+SIZE, FPS, MAX_FRAMES = 256, 15.0, 150
 
 USAGE_ERROR = 2
 
@@ -43,37 +48,76 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--motion", help="a motion from the motion table")
     source.add_argument("--bvh", type=Path, help="any BVH file")
     render.add_argument("--up", choices=("x", "y", "z"), help="up axis of --bvh (default: detect)")
-    render.add_argument("--out", required=True, type=Path, help="GIF to write")
-    render.add_argument("--size", type=int, default=RenderOptions.size, help="longest side, px")
-    render.add_argument("--fps", type=float, default=RenderOptions.fps)
-    render.add_argument("--max-frames", type=int, default=RenderOptions.max_frames)
+    render.add_argument("--out", required=True, type=Path, help="file to write (.gif, .webp, .mp4)")
+    render.add_argument("--size", type=int, default=SIZE, help="longest side, px")
+    render.add_argument("--fps", type=float, default=FPS)
+    render.add_argument("--max-frames", type=int, default=MAX_FRAMES)
     render.add_argument(
         "--workers", type=int, default=min(2, os.cpu_count() or 1), help="threads for drawing"
+    )
+    render.add_argument(
+        "--format", choices=tuple(FORMATS), help="output format (default: by --out's suffix)"
+    )
+    render.add_argument(
+        "--background", default="#ffffff", help="colour behind the figure in mp4 (#rrggbb)"
     )
     listing = commands.add_parser("motions", help="list the shipped motions")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
 
+def output_format(out: Path, asked: str | None) -> str:
+    """The format to write `out` in: `asked`, else by the suffix; ValueError when the two
+    disagree or the suffix is not one of ours."""
+    by_suffix = format_for_path(out)
+    if asked is not None:
+        if by_suffix is not None and by_suffix != asked:
+            raise ValueError(f"--out {out.name} is a {by_suffix} name but --format is {asked}")
+        return asked
+    if by_suffix is None and out.suffix:
+        suffixes = ", ".join(f.suffix for f in FORMATS.values())
+        raise ValueError(f"--out {out.name}: unknown suffix; use {suffixes} or --format")
+    return by_suffix or DEFAULT_FORMAT
+
+
+def parse_colour(text: str) -> tuple[int, int, int]:
+    """'#rrggbb' (or 'rrggbb') -> (r, g, b)."""
+    digits = text.removeprefix("#")
+    if len(digits) != 6 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+        raise ValueError(f"--background must be #rrggbb, got {text!r}")
+    return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16)
+
+
 def _render(args: argparse.Namespace) -> None:
     if args.up and not args.bvh:
         raise ValueError("--up applies to --bvh only")
+    fmt = output_format(args.out, args.format)
+    background = parse_colour(args.background)
+    from animation.character import load_character
+    from animation.motions import load_motion
+    from animation.render import RenderOptions, build_rig, render_motion
+
     options = RenderOptions(
-        size=args.size, fps=args.fps, max_frames=args.max_frames, workers=args.workers
+        size=args.size,
+        fps=args.fps,
+        max_frames=args.max_frames,
+        workers=args.workers,
+        format=fmt,
+        background=background,
     )
     character = load_character(args.character)
     motion = load_motion(args.bvh if args.bvh else args.motion, up=args.up)
-    gif = render_motion(build_rig(character), motion, options)
-    # Write beside the target and rename, so a failure never leaves half a GIF behind.
+    data = render_motion(build_rig(character), motion, options)
+    # Write beside the target and rename, so a failure never leaves half a file behind.
     out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(gif)
+            f.write(data)
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a GIF is for sharing
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; the file is for sharing
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -81,11 +125,13 @@ def _render(args: argparse.Namespace) -> None:
 
 
 def _motions(args: argparse.Namespace) -> None:
-    fps = RenderOptions.fps
+    from animation.motions import load_motion, load_motion_table
+    from animation.timing import frame_schedule
+
     rows = []
     for name in load_motion_table():
         motion = load_motion(name)
-        times, _ = frame_schedule(motion.duration_s, fps, RenderOptions.max_frames)
+        times, _ = frame_schedule(motion.duration_s, FPS, MAX_FRAMES)
         rows.append(
             {
                 "name": name,
@@ -107,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         (_render if args.command == "render" else _motions)(args)
-    except (ValueError, OSError) as exc:  # bad folder, unknown motion, malformed BVH, ...
+    except (ValueError, OSError, ImportError) as exc:  # bad folder, unknown motion, no PyAV...
         return _fail(str(exc))
     return 0
 

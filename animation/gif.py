@@ -174,7 +174,16 @@ def encode_gif(
             i = len(futures)
             if i >= len(delays_cs):
                 raise ValueError(f"more frames than the {len(delays_cs)} delays")
-            args = (block[k], window[k], box, cleared, disposal, int(delays_cs[i]), transparent, bits)
+            args = (
+                block[k],
+                window[k],
+                box,
+                cleared,
+                disposal,
+                int(delays_cs[i]),
+                transparent,
+                bits,
+            )
             futures.append(executor.submit(_frame_block, *args))
             cleared = box if disposal == CLEAR else None
         previous = block[-1]

@@ -38,7 +38,7 @@ def encode_mp4(
     try:
         import av
     except ImportError as exc:  # an install without the animation library's dependencies
-        raise RuntimeError(INSTALL_HINT) from exc
+        raise ModuleNotFoundError(INSTALL_HINT) from exc
     frames = len(delays_cs)
     total_cs = int(sum(int(d) for d in delays_cs))
     if frames == 0 or total_cs <= 0:

@@ -87,9 +87,7 @@ def build_rig(character: Character, timings: dict[str, float] | None = None) -> 
     handles = barycentric_matrix(mesh, joints, joint_triangles(mesh, joints))
     arap = build_arap(mesh.vertices, mesh.triangles, handles)
     clock.lap("arap_build")
-    return Rig(
-        character=character, mesh=mesh, arap=arap, texture=texture, outline=outline
-    )
+    return Rig(character=character, mesh=mesh, arap=arap, texture=texture, outline=outline)
 
 
 def render_joints(
@@ -121,9 +119,7 @@ def render_joints(
     )
     placed = vertices * camera.scale + camera.offset
     levels = stretch_levels(rig.mesh, vertices)
-    samples = texture_samples(
-        rig.mesh, rig.texture.index, SAMPLE_SPACING / camera.scale, levels
-    )
+    samples = texture_samples(rig.mesh, rig.texture.index, SAMPLE_SPACING / camera.scale, levels)
     background = rig.texture.transparent
     clock.lap("rasterise")
     chunk_frames = int(np.clip(_CHUNK_BYTES // (18 * samples.weights.shape[0]), 1, _CHUNK))

@@ -2,7 +2,7 @@ import cv2
 import numpy as np
 
 from animation.segment import GAP_FRACTION, fill_holes, odd_size, segment_figure
-from gateway.preprocess import crop_box
+from animation.crop import crop_box
 from tests.gateway.images import drawing
 
 
