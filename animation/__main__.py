@@ -107,7 +107,7 @@ def _render(args: argparse.Namespace) -> None:
     )
     character = load_character(args.character)
     motion = load_motion(args.bvh if args.bvh else args.motion, up=args.up)
-    data = render_motion(build_rig(character), motion, options)
+    data = render_motion(build_rig(character, workers=args.workers), motion, options)
     # Write beside the target and rename, so a failure never leaves half a file behind.
     out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)

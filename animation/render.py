@@ -22,6 +22,8 @@ from animation.mesh import Mesh, barycentric_matrix, build_mesh, joint_triangles
 from animation.motions import Motion, load_motion
 from animation.rasterise import (
     SAMPLE_SPACING,
+    Camera,
+    Samples,
     fit_camera,
     outline_weights,
     rasterise,
@@ -29,6 +31,7 @@ from animation.rasterise import (
     texture_samples,
 )
 from animation.retarget import retarget
+from animation.segment import fill_holes
 from animation.texture import PalettedTexture, clean_texture
 from animation.timing import frame_schedule
 
@@ -72,22 +75,37 @@ class Rig:
     outline: sparse.csr_matrix  # (P, N) points whose extent is the figure's extent
 
 
-def build_rig(character: Character, timings: dict[str, float] | None = None) -> Rig:
+def build_rig(
+    character: Character, timings: dict[str, float] | None = None, workers: int = 1
+) -> Rig:
     """Mesh, cleaned texture, joint binding and the factorised ARAP systems: once per
-    character."""
+    character. With `workers` > 1 the texture is cleaned on a second thread while the mesh
+    and the ARAP systems are built (OpenCV and numpy release the GIL)."""
     clock = _Clock(timings)
     joints = character.skeleton.rest
     if np.ptp(joints, axis=0).max() < 2:
         raise ValueError("the skeleton's joints all sit on one point")
-    mesh = build_mesh(character.mask, joints)
-    outline = outline_weights(mesh)
-    clock.lap("mesh")
-    texture = clean_texture(character.texture, mesh.region)
-    clock.lap("texture")
-    handles = barycentric_matrix(mesh, joints, joint_triangles(mesh, joints))
-    arap = build_arap(mesh.vertices, mesh.triangles, handles)
-    clock.lap("arap_build")
+    with _executor(min(workers, 2)) as pool:
+        cleaning = pool.submit(_clean_texture, character, timings)
+        mesh = build_mesh(character.mask, joints)
+        outline = outline_weights(mesh)
+        clock.lap("mesh")
+        handles = barycentric_matrix(mesh, joints, joint_triangles(mesh, joints))
+        arap = build_arap(mesh.vertices, mesh.triangles, handles)
+        clock.lap("arap_build")
+        texture = cleaning.result().within(mesh.region)
+    clock.restart()
     return Rig(character=character, mesh=mesh, arap=arap, texture=texture, outline=outline)
+
+
+def _clean_texture(character: Character, timings: dict[str, float] | None) -> PalettedTexture:
+    """The texture cleaned over the mask with its holes filled: a superset of the mesh's
+    region (which fills only pinholes), known before the mesh is."""
+    start = time.thread_time()
+    texture = clean_texture(character.texture, fill_holes(character.mask))
+    if timings is not None:
+        timings["texture"] = timings.get("texture", 0.0) + time.thread_time() - start
+    return texture
 
 
 def render_joints(
@@ -111,15 +129,7 @@ def render_joints(
     vertices = rig.arap.solve(joints)  # (F, N, 2)
     frames = len(vertices)
     clock.lap("solve")
-    flat = np.concatenate([vertices[..., 0].T, vertices[..., 1].T], axis=1)  # (N, 2F)
-    extent = rig.outline @ flat
-    xs, ys = extent[:, :frames], extent[:, frames:]
-    camera = fit_camera(
-        np.array([xs.min(), ys.min()]), np.array([xs.max(), ys.max()]), options.size
-    )
-    placed = vertices * camera.scale + camera.offset
-    levels = stretch_levels(rig.mesh, vertices)
-    samples = texture_samples(rig.mesh, rig.texture.index, SAMPLE_SPACING / camera.scale, levels)
+    camera, placed, samples = frame_geometry(rig, vertices, options.size)
     background = rig.texture.transparent
     clock.lap("rasterise")
     chunk_frames = int(np.clip(_CHUNK_BYTES // (18 * samples.weights.shape[0]), 1, _CHUNK))
@@ -156,6 +166,20 @@ def render_joints(
         )
     clock.restart()
     return data
+
+
+def frame_geometry(rig: Rig, vertices: np.ndarray, size: int) -> tuple[Camera, np.ndarray, Samples]:
+    """For (F, N, 2) posed vertices in texture px: the clip's camera, the vertices in
+    output px, and the texture samples dense enough for the clip's stretch."""
+    frames = len(vertices)
+    flat = np.concatenate([vertices[..., 0].T, vertices[..., 1].T], axis=1)  # (N, 2F)
+    extent = rig.outline @ flat
+    xs, ys = extent[:, :frames], extent[:, frames:]
+    camera = fit_camera(np.array([xs.min(), ys.min()]), np.array([xs.max(), ys.max()]), size)
+    placed = vertices * camera.scale + camera.offset
+    levels = stretch_levels(rig.mesh, vertices)
+    samples = texture_samples(rig.mesh, rig.texture.index, SAMPLE_SPACING / camera.scale, levels)
+    return camera, placed, samples
 
 
 def _collect(future: Future, timings: dict[str, float] | None) -> np.ndarray:

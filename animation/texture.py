@@ -63,6 +63,11 @@ class PalettedTexture:
         """The index of the background: the first one after the palette."""
         return len(self.palette)
 
+    def within(self, region: np.ndarray) -> PalettedTexture:
+        """The same texture drawn only on `region` (H, W) bool, background elsewhere."""
+        index = np.where(region, self.index, np.uint8(self.transparent))
+        return PalettedTexture(palette=self.palette, index=index, paper=self.paper & region)
+
 
 def clean_texture(
     texture: np.ndarray, region: np.ndarray, max_delta_e: float = MAX_DELTA_E
@@ -117,21 +122,31 @@ def _flatten_paper(
 def _paper_light(rgb: np.ndarray, paper_known: np.ndarray) -> np.ndarray:
     """(H, W, 3) float32: the paper's colour at every pixel, from the known paper pixels.
 
-    A normalised convolution at 1/8 scale: the paper pixels' colours and their count are
-    blurred alike and divided, which fills the figure's area from the paper around it.
+    At 1/8 scale, over the cells that are all paper: a quadratic surface per channel
+    (a photo's light is a gradient with some vignetting; a fit has no bias at the crop's
+    edges), then what the quadratic misses (a soft shadow) by a normalised convolution of
+    the ratio: the cells' ratios and their count blurred alike and divided, which also
+    fills the figure's area from the paper around it.
     """
     h, w = paper_known.shape
     small = (max(1, w // _LIGHT_SCALE), max(1, h // _LIGHT_SCALE))
     weight = cv2.resize(paper_known.astype(np.float32), small, interpolation=cv2.INTER_AREA)
     weight = (weight > 0.99).astype(np.float32)  # cells with no ink in them at all
-    if not weight.any():
-        weight = np.ones_like(weight)
     colour = cv2.resize(rgb.astype(np.float32), small, interpolation=cv2.INTER_AREA)
+    if weight.sum() < 6:  # too little paper for a surface: one colour
+        known = paper_known if paper_known.any() else np.ones_like(paper_known)
+        return np.broadcast_to(np.median(rgb[known], axis=0), rgb.shape).astype(np.float32)
+    gy, gx = np.mgrid[-1 : 1 : small[1] * 1j, -1 : 1 : small[0] * 1j]
+    terms = np.stack([np.ones_like(gx), gx, gy, gx * gx, gx * gy, gy * gy], axis=-1)
+    cells = weight > 0
+    coef, *_ = np.linalg.lstsq(terms[cells], colour[cells], rcond=None)
+    surface = np.maximum(terms @ coef, 1.0).astype(np.float32)  # (h', w', 3)
+    ratio = np.where(cells[..., None], colour / surface, 0).astype(np.float32)
     sigma = max(small) / 8
-    num = cv2.GaussianBlur(colour * weight[..., None], (0, 0), sigma)
+    num = cv2.GaussianBlur(ratio * weight[..., None], (0, 0), sigma)
     den = cv2.GaussianBlur(weight, (0, 0), sigma)
-    light = num / np.maximum(den, 1e-6)[..., None]
-    light = cv2.resize(light, (w, h), interpolation=cv2.INTER_LINEAR)
+    residual = np.where(den[..., None] > 1e-3, num / np.maximum(den, 1e-6)[..., None], 1.0)
+    light = cv2.resize(surface * residual, (w, h), interpolation=cv2.INTER_LINEAR)
     return np.maximum(light, 1.0)
 
 
@@ -197,7 +212,24 @@ def nearest_colour(colours: np.ndarray, palette: np.ndarray) -> np.ndarray:
     return table[key]
 
 
+# sRGB (D65) -> XYZ, rows scaled by the white point so that white is (1, 1, 1).
+_RGB_TO_XYZ = np.array(
+    [[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]
+) / np.array([[0.95047], [1.0], [1.08883]])
+_CODES = np.arange(256) / 255.0
+_LINEAR = np.where(_CODES <= 0.04045, _CODES / 12.92, ((_CODES + 0.055) / 1.055) ** 2.4)
+
+
 def _lab(rgb: np.ndarray) -> np.ndarray:
-    """(N, 3) uint8 sRGB -> (N, 3) float32 CIELAB (D65)."""
-    scaled = (np.asarray(rgb, np.float32) / 255.0).reshape(-1, 1, 3)
-    return cv2.cvtColor(scaled, cv2.COLOR_RGB2Lab).reshape(-1, 3)
+    """(N, 3) uint8 sRGB -> (N, 3) float64 CIELAB (D65). In numpy: OpenCV's float Lab
+    conversion builds its tables on first use, a third of a second of start-up."""
+    xyz = _LINEAR[np.asarray(rgb, np.uint8).reshape(-1, 3)] @ _RGB_TO_XYZ.T
+    f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.column_stack(
+        [116 * f[:, 1] - 16, 500 * (f[:, 0] - f[:, 1]), 200 * (f[:, 1] - f[:, 2])]
+    )
+
+
+def delta_e(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(N,) CIELAB delta E 1976 between (N, 3) uint8 sRGB colours `a` and `b`."""
+    return np.linalg.norm(_lab(a) - _lab(b), axis=1)

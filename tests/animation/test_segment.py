@@ -1,8 +1,8 @@
 import cv2
 import numpy as np
 
-from animation.segment import GAP_FRACTION, fill_holes, odd_size, segment_figure
 from animation.crop import crop_box
+from animation.segment import GAP_FRACTION, fill_holes, odd_size, segment_figure
 from tests.gateway.images import drawing
 
 
