@@ -13,18 +13,14 @@ from animation.mp4 import encode_mp4
 from animation.render import RenderOptions, render_motion
 from animation.timing import frame_schedule
 from tests.animation.rigs import rig
+from tests.animation.test_render import _frames as decoded_frames
 
 MOTION = "wave_hello"
 
 
 def _frames(data: bytes) -> tuple[np.ndarray, list[int]]:
-    im = Image.open(io.BytesIO(data))
-    frames, durations = [], []
-    for i in range(im.n_frames):
-        im.seek(i)
-        frames.append(np.asarray(im.convert("RGBA")))
-        durations.append(im.info["duration"])
-    return np.stack(frames), durations
+    _, frames, durations = decoded_frames(data)
+    return frames, durations
 
 
 @pytest.fixture(scope="module")
