@@ -15,8 +15,8 @@ pack and that shimmer as the figure moves. The steps, all on the (H, W) crop:
 3. ink: strokes and fills keep their colour; an edge-preserving (bilateral) filter evens
    the grain of marker and crayon without moving a stroke's edge;
 4. palette: the fewest colours, from a ladder, whose mean CIELAB error over the ink is at
-   most `MAX_DELTA_E`; a marker drawing gets 3-6 colours, a crayon one 10-30, and paper
-   is always one of them. Each pixel takes its nearest palette colour (no dithering: a
+   most `MAX_DELTA_E`; a marker or pencil drawing gets 3-4 colours, a crayon one about 10,
+   and paper is always one of them. Each pixel takes its nearest palette colour (no dithering: a
    dithered pattern shimmers under motion and packs badly).
 
 A texture with no paper around the figure (a drawing app's export with a transparent
@@ -32,11 +32,12 @@ import numpy as np
 from PIL import Image
 
 # Mean CIELAB error the palette may add over the ink. 2.3 is a just-noticeable difference
-# between two flat patches side by side; 5 keeps every stroke and fill its own colour
-# (measured on the real drawings: the hue of a stroke never changes, a crayon fill loses
-# the grain under its colour), and below it a crayon drawing needs 2-3x the colours for
-# grain that no one sees at the output's size.
-MAX_DELTA_E = 5.0
+# between two flat patches side by side; at 6 every stroke and fill of the real drawings
+# keeps its own hue (looked at, 4x zoom), a crayon fill keeps 3-4 tones of its colour
+# instead of its grain, and the photo's frames stay within 7.2 of the photo's own colours
+# (quality.py). At 5 a crayon drawing needed twice the colours (17 instead of 9) for grain
+# no one sees at 256 px, and its GIFs 40% more bytes.
+MAX_DELTA_E = 6.0
 MAX_COLOURS = 255  # with one more index for the transparent background
 PAPER_GAP = 5  # px kept between the mask and the paper that measures the light
 MIN_PAPER_PIXELS = 500  # fewer and the light is not measured: no paper step
