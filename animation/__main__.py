@@ -1,13 +1,16 @@
 """Command line: render a motion for a character folder, or list the shipped motions.
 
     python -m animation render --character DIR (--motion NAME | --bvh FILE [--up y|z])
-                               --out OUT.gif [--size 256] [--fps 15] [--max-frames 150]
-                               [--map ROLE=JOINT ...] [--start S] [--end S]
-                               [--joints-out FILE.json]
+                               --out OUT.gif|OUT.webp|OUT.mp4 [--format gif|webp|mp4]
+                               [--size 256] [--fps 15] [--max-frames 150]
+                               [--background '#ffffff'] [--map ROLE=JOINT ...]
+                               [--start S] [--end S] [--joints-out FILE.json]
     python -m animation motions [--json]
 
-Errors are one line on stderr and exit status 2. A clip longer than --max-frames at --fps
-is cut to its first --max-frames frames, and a `note:` line on stderr says so.
+The format is `--format`, else the suffix of `--out` (no suffix: GIF); a suffix of another
+known format than `--format` is an error, so GIF bytes never land under an .mp4 name.
+A clip longer than --max-frames at --fps is cut to its first --max-frames frames, and a
+`note:` line on stderr says so. Errors are one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import os
 import sys
 from pathlib import Path
 
-from animation.character import load_character
 from animation.files import write_atomic
-from animation.joints_out import joints_document, joints_json
-from animation.motions import load_motion, load_motion_table, motion_summary
-from animation.render import RenderOptions, build_rig, render_motion
+from animation.formats import DEFAULT_FORMAT, FORMATS, format_for_path
 from animation.roles import ROLES
+
+# The defaults of `animation.render.RenderOptions`, repeated so that `--help` and the
+# motion table need not import the renderer (numpy, scipy, OpenCV: most of a run's start-up).
+SIZE, FPS, MAX_FRAMES = 256, 15.0, 150
 
 USAGE_ERROR = 2
 
@@ -58,12 +62,18 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--start", type=float, metavar="S", help="segment start, seconds")
     render.add_argument("--end", type=float, metavar="S", help="segment end, seconds")
     render.add_argument("--joints-out", type=Path, metavar="FILE", help="2D joints per frame, JSON")
-    render.add_argument("--out", required=True, type=Path, help="GIF to write")
-    render.add_argument("--size", type=int, default=RenderOptions.size, help="longest side, px")
-    render.add_argument("--fps", type=float, default=RenderOptions.fps)
-    render.add_argument("--max-frames", type=int, default=RenderOptions.max_frames)
+    render.add_argument("--out", required=True, type=Path, help="file to write (.gif, .webp, .mp4)")
+    render.add_argument("--size", type=int, default=SIZE, help="longest side, px")
+    render.add_argument("--fps", type=float, default=FPS)
+    render.add_argument("--max-frames", type=int, default=MAX_FRAMES)
     render.add_argument(
         "--workers", type=int, default=min(2, os.cpu_count() or 1), help="threads for drawing"
+    )
+    render.add_argument(
+        "--format", choices=tuple(FORMATS), help="output format (default: by --out's suffix)"
+    )
+    render.add_argument(
+        "--background", default="#ffffff", help="colour behind the figure in mp4 (#rrggbb)"
     )
     listing = commands.add_parser("motions", help="list the shipped motions")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
@@ -79,11 +89,45 @@ def _role_joint(text: str) -> tuple[str, str]:
     return role.strip(), joint.strip()
 
 
+def output_format(out: Path, asked: str | None) -> str:
+    """The format to write `out` in: `asked`, else by the suffix; ValueError when the two
+    disagree or the suffix is not one of ours."""
+    by_suffix = format_for_path(out)
+    if asked is not None:
+        if by_suffix is not None and by_suffix != asked:
+            raise ValueError(f"--out {out.name} is a {by_suffix} name but --format is {asked}")
+        return asked
+    if by_suffix is None and out.suffix:
+        suffixes = ", ".join(f.suffix for f in FORMATS.values())
+        raise ValueError(f"--out {out.name}: unknown suffix; use {suffixes} or --format")
+    return by_suffix or DEFAULT_FORMAT
+
+
+def parse_colour(text: str) -> tuple[int, int, int]:
+    """'#rrggbb' (or 'rrggbb') -> (r, g, b)."""
+    digits = text.removeprefix("#")
+    if len(digits) != 6 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+        raise ValueError(f"--background must be #rrggbb, got {text!r}")
+    return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16)
+
+
 def _render(args: argparse.Namespace) -> None:
     if args.up and not args.bvh:
         raise ValueError("--up applies to --bvh only")
+    fmt = output_format(args.out, args.format)
+    background = parse_colour(args.background)
+    from animation.character import load_character
+    from animation.joints_out import joints_document, joints_json
+    from animation.motions import load_motion
+    from animation.render import RenderOptions, build_rig, render_motion
+
     options = RenderOptions(
-        size=args.size, fps=args.fps, max_frames=args.max_frames, workers=args.workers
+        size=args.size,
+        fps=args.fps,
+        max_frames=args.max_frames,
+        workers=args.workers,
+        format=fmt,
+        background=background,
     )
     character = load_character(args.character)
     motion = load_motion(
@@ -93,10 +137,11 @@ def _render(args: argparse.Namespace) -> None:
         start_s=args.start,
         end_s=args.end,
     )
-    rig = build_rig(character)
-    gif = render_motion(rig, motion, options)
+    rig = build_rig(character, workers=args.workers)
+    data = render_motion(rig, motion, options)
     document = joints_document(rig, motion, options) if args.joints_out else None
-    write_atomic(args.out, gif)
+    # Written beside the target and renamed: a failure never leaves half a file behind.
+    write_atomic(args.out, data)
     if document is not None:
         write_atomic(args.joints_out, joints_json(document))
     note = motion.plan(options.fps, options.max_frames).note()
@@ -105,10 +150,9 @@ def _render(args: argparse.Namespace) -> None:
 
 
 def _motions(args: argparse.Namespace) -> None:
-    rows = [
-        motion_summary(load_motion(name), RenderOptions.fps, RenderOptions.max_frames)
-        for name in load_motion_table()
-    ]
+    from animation.motions import load_motion, load_motion_table, motion_summary
+
+    rows = [motion_summary(load_motion(name), FPS, MAX_FRAMES) for name in load_motion_table()]
     if args.json:
         print(json.dumps(rows, indent=2))
         return
@@ -124,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         (_render if args.command == "render" else _motions)(args)
-    except (ValueError, OSError) as exc:  # bad folder, unknown motion, malformed BVH, ...
+    except (ValueError, OSError, ImportError) as exc:  # bad folder, unknown motion, no PyAV...
         return _fail(str(exc))
     return 0
 

@@ -89,13 +89,19 @@ def plan_frames(frames: np.ndarray, transparent: int) -> tuple[list[Box], list[i
     return [p[0] for p in plans], [p[1] for p in plans]
 
 
-def _lzw(block: np.ndarray) -> bytes:
+def code_size(colours: int) -> int:
+    """Bits per palette index for `colours` indices (GIF: 2 to 8). LZW starts its codes one
+    bit wider, so a drawing of 12 colours packs in 5-bit codes instead of 9-bit ones."""
+    return max(2, int(colours - 1).bit_length())
+
+
+def _lzw(block: np.ndarray, bits: int) -> bytes:
     """The image data of one frame: LZW minimum code size, sub-blocks, terminator."""
     im = Image.fromarray(np.ascontiguousarray(block), "L")
-    im.encoderconfig = (8, False)  # 8-bit codes, not interlaced
+    im.encoderconfig = (bits, False)  # `bits`-bit indices, not interlaced
     out = io.BytesIO()
     ImageFile._save(im, out, [ImageFile._Tile("gif", (0, 0, *im.size), 0, "L")])
-    return b"\x08" + out.getvalue() + b"\x00"
+    return bytes([bits]) + out.getvalue() + b"\x00"
 
 
 def _frame_block(
@@ -106,6 +112,7 @@ def _frame_block(
     disposal: int,
     delay_cs: int,
     transparent: int,
+    bits: int,
 ) -> tuple[bytes, float]:
     """One frame's graphic control extension, image descriptor and data, and the CPU
     seconds it took. `canvas` is the frame before; `cleared` what its disposal cleared."""
@@ -121,7 +128,7 @@ def _frame_block(
     block[block == shown] = transparent  # already right: keep what the canvas shows
     control = b"!\xf9\x04" + struct.pack("<BHBB", (disposal << 2) | 1, delay_cs, transparent, 0)
     descriptor = b"," + struct.pack("<HHHHB", left, top, right - left, bottom - top, 0)
-    return control + descriptor + _lzw(block), time.thread_time() - start
+    return control + descriptor + _lzw(block, bits), time.thread_time() - start
 
 
 class InlineExecutor(Executor):
@@ -142,8 +149,11 @@ def encode_gif(
     timings: dict[str, float] | None = None,
 ) -> bytes:
     """Frames of palette indices, as one (F, H, W) array or (n, H, W) chunks in order ->
-    an endlessly looping GIF. Adds the CPU seconds spent to `timings["encode"]`."""
+    an endlessly looping GIF. `palette` (K, 3) holds every index but `transparent`, which
+    may be K (the global colour table grows to the next power of two). Adds the CPU
+    seconds spent to `timings["encode"]`."""
     executor = executor or InlineExecutor()
+    bits = code_size(max(len(palette), transparent + 1))
     if isinstance(chunks, np.ndarray):
         chunks = [chunks[i : i + 8] for i in range(0, len(chunks), 8)]
     planner = _Planner(transparent)
@@ -164,7 +174,16 @@ def encode_gif(
             i = len(futures)
             if i >= len(delays_cs):
                 raise ValueError(f"more frames than the {len(delays_cs)} delays")
-            args = (block[k], window[k], box, cleared, disposal, int(delays_cs[i]), transparent)
+            args = (
+                block[k],
+                window[k],
+                box,
+                cleared,
+                disposal,
+                int(delays_cs[i]),
+                transparent,
+                bits,
+            )
             futures.append(executor.submit(_frame_block, *args))
             cleared = box if disposal == CLEAR else None
         previous = block[-1]
@@ -187,8 +206,10 @@ def encode_gif(
     blocks, seconds = zip(*(f.result() for f in futures), strict=True)
     if timings is not None:
         timings["encode"] = timings.get("encode", 0.0) + sum(seconds) + plan_seconds
-    pal = np.zeros((256, 3), np.uint8)
+    pal = np.zeros((1 << bits, 3), np.uint8)
     pal[: len(palette)] = palette
-    header = b"GIF89a" + struct.pack("<HHBBB", *size, 0xF7, transparent, 0) + pal.tobytes()
+    # Global colour table of 2**bits entries, 8 bits of colour resolution.
+    flags = 0x80 | 0x70 | (bits - 1)
+    header = b"GIF89a" + struct.pack("<HHBBB", *size, flags, transparent, 0) + pal.tobytes()
     loop = b"!\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00"  # loop forever
     return header + loop + b"".join(blocks) + b";"

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.ndimage import gaussian_filter1d
 
 from animation.bvh import BVH, rest_positions
 
@@ -96,6 +95,8 @@ def body_axes(
     # hips give no direction (both lines along the up axis) borrow it from their neighbours.
     weight = (norm[:, 0] > 1e-9 * max(float(norm.max()), 1e-12)).astype(np.float64)
     sigma = smoothing_s / frame_time
+    from scipy.ndimage import gaussian_filter1d  # here: `animation motions` needs no scipy
+
     smooth = gaussian_filter1d(unit * weight[:, None], sigma, axis=0, mode="nearest")
     norm = np.linalg.norm(smooth, axis=1, keepdims=True)
     fallback = _default_lateral(up_v)

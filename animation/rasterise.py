@@ -1,7 +1,7 @@
 """Drawing deformed frames without OpenGL: the texture as palette-indexed splats.
 
-The texture never changes, so it is quantised to a palette once, and cut into samples a
-fraction of an output pixel apart. Each sample's barycentric coordinates in the rest mesh
+The texture never changes, so it is cleaned and reduced to a palette once (`texture`),
+and cut into samples a fraction of an output pixel apart. Each sample's barycentric coordinates in the rest mesh
 go into one sparse matrix, so one sparse-dense product places every sample of every frame;
 the samples are then written as palette indices in painter's order (back body parts
 first). Samples on a hexagonal lattice under 0.866 output px apart leave no holes, whatever
@@ -14,12 +14,10 @@ from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
-from PIL import Image
 from scipy import sparse
 
 from animation.mesh import Mesh, barycentric, barycentric_matrix
 
-TRANSPARENT = 255  # palette index of the background; the texture gets the other 255
 MARGIN = 3  # output px kept clear around the figure's extent over the whole clip
 # Output px between neighbouring samples at rest. A hexagonal lattice leaves no pixel empty
 # while its spacing stays under 0.866 px: this leaves room for a 15% stretch, and the
@@ -29,26 +27,13 @@ SAMPLE_SPACING = 0.75
 MAX_LEVEL = 6  # lattice spacing at most 8x finer than at rest (slivers stretch without bound)
 
 
-def quantise_texture(texture: np.ndarray, region: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(palette (256, 3) uint8, (H, W) uint8 index image) for the texture inside `region`."""
-    rgb = texture[..., :3][region]
-    quantised = Image.fromarray(rgb[None]).quantize(
-        colors=TRANSPARENT, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
-    )
-    palette = np.zeros((256, 3), np.uint8)
-    entries = np.frombuffer(bytes(quantised.getpalette()[: 3 * TRANSPARENT]), np.uint8)
-    palette[: len(entries) // 3] = entries.reshape(-1, 3)
-    index = np.full(region.shape, TRANSPARENT, np.uint8)
-    index[region] = np.asarray(quantised)[0]
-    return palette, index
-
-
 @dataclass(frozen=True)
 class Samples:
     """Texture samples bound to the rest mesh, in painter's order."""
 
     weights: sparse.csr_matrix  # (S, N) float32: barycentric coordinates
-    colour: np.ndarray  # (S,) uint8 palette index
+    colour: np.ndarray  # (S,) palette index (or any per-texel value: see `texel`)
+    texel: np.ndarray  # (S,) int64: the texture pixel each sample carries, y * W + x
     spacing: float  # texture px between neighbouring samples
     _columns: dict[int, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
@@ -91,7 +76,8 @@ def texture_samples(
     points, triangle, px, py = points[order], triangle[order], px[order], py[order]
     colour = index[py, px]
     weights = barycentric_matrix(mesh, points, triangle, np.float32)
-    return Samples(weights=weights, colour=colour, spacing=spacing)
+    texel = py * index.shape[1] + px
+    return Samples(weights=weights, colour=colour, texel=texel, spacing=spacing)
 
 
 def _lattice(
@@ -188,12 +174,18 @@ def fit_camera(lo: np.ndarray, hi: np.ndarray, size: int) -> Camera:
 
 
 def rasterise(
-    samples: Samples, vertices: np.ndarray, width: int, height: int, out: np.ndarray | None = None
+    samples: Samples,
+    vertices: np.ndarray,
+    width: int,
+    height: int,
+    background: int,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """(F, N, 2) vertex positions in output px -> (F, height, width) uint8 palette indices."""
+    """(F, N, 2) vertex positions in output px -> (F, height, width) frames of the samples'
+    `colour` (palette indices), `background` where no sample lands."""
     frames = vertices.shape[0]
     if out is None:
-        out = np.full((frames, height, width), TRANSPARENT, np.uint8)
+        out = np.full((frames, height, width), background, samples.colour.dtype)
     # (N, 2F): x columns then y columns, so one product places every sample in every frame.
     v = np.concatenate([vertices[..., 0].T, vertices[..., 1].T], axis=1).astype(np.float32)
     p = samples.weights @ v  # (S, 2F)

@@ -1,5 +1,7 @@
-"""Character + motion -> GIF. The rig is built once per character; a motion then costs
-one ARAP solve for all its frames, one camera for the whole clip, texture splats and LZW."""
+"""Character + motion -> GIF, WebP or MP4. The rig is built once per character (the
+texture cleaned and paletted, the mesh, the factorised ARAP systems); a motion then costs
+one ARAP solve for all its frames, one camera for the whole clip, texture splats and the
+encoder."""
 
 from __future__ import annotations
 
@@ -14,21 +16,23 @@ from scipy import sparse
 
 from animation.arap import ArapSolver, build_arap
 from animation.character import Character
-from animation.gif import InlineExecutor, encode_gif
+from animation.formats import DEFAULT_FORMAT, check_format, encode
+from animation.gif import InlineExecutor
 from animation.mesh import Mesh, barycentric_matrix, build_mesh, joint_triangles
 from animation.motions import Motion, load_motion
 from animation.rasterise import (
     SAMPLE_SPACING,
-    TRANSPARENT,
     Camera,
+    Samples,
     fit_camera,
     outline_weights,
-    quantise_texture,
     rasterise,
     stretch_levels,
     texture_samples,
 )
 from animation.retarget import retarget
+from animation.segment import fill_holes
+from animation.texture import PalettedTexture, clean_texture
 from animation.timing import frame_schedule
 
 MAX_SIZE = 1024  # output px: bounds memory (~250 MB at 1024), far above what a phone shows
@@ -42,8 +46,14 @@ class RenderOptions:
     fps: float = 15
     max_frames: int = 150
     workers: int = 1  # threads for rasterising and LZW; 1 inside a pool already using every core
+    format: str = DEFAULT_FORMAT  # a key of `formats.FORMATS`: gif, webp or mp4
+    background: tuple[int, int, int] = (255, 255, 255)  # RGB behind the figure where a
+    # format has no transparency (mp4); gif and webp stay transparent
 
     def __post_init__(self) -> None:
+        check_format(self.format)
+        if len(self.background) != 3 or not all(0 <= int(c) <= 255 for c in self.background):
+            raise ValueError(f"background must be three 0..255 values, got {self.background}")
         if not 8 <= self.size <= MAX_SIZE:
             raise ValueError(f"size must be 8..{MAX_SIZE} px, got {self.size}")
         if not (np.isfinite(self.fps) and 0 < self.fps <= 100):
@@ -61,27 +71,41 @@ class Rig:
     character: Character
     mesh: Mesh
     arap: ArapSolver
-    palette: np.ndarray  # (256, 3) uint8; index TRANSPARENT is the background
-    index: np.ndarray  # (H, W) uint8 texture as palette indices
+    texture: PalettedTexture  # the cleaned texture: palette, indices, background index
     outline: sparse.csr_matrix  # (P, N) points whose extent is the figure's extent
 
 
-def build_rig(character: Character, timings: dict[str, float] | None = None) -> Rig:
-    """Mesh, joint binding and the factorised ARAP systems: once per character."""
+def build_rig(
+    character: Character, timings: dict[str, float] | None = None, workers: int = 1
+) -> Rig:
+    """Mesh, cleaned texture, joint binding and the factorised ARAP systems: once per
+    character. With `workers` > 1 the texture is cleaned on a second thread while the mesh
+    and the ARAP systems are built (OpenCV and numpy release the GIL)."""
     clock = _Clock(timings)
     joints = character.skeleton.rest
     if np.ptp(joints, axis=0).max() < 2:
         raise ValueError("the skeleton's joints all sit on one point")
-    mesh = build_mesh(character.mask, joints)
-    palette, index = quantise_texture(character.texture, mesh.region)
-    outline = outline_weights(mesh)
-    clock.lap("mesh")
-    handles = barycentric_matrix(mesh, joints, joint_triangles(mesh, joints))
-    arap = build_arap(mesh.vertices, mesh.triangles, handles)
-    clock.lap("arap_build")
-    return Rig(
-        character=character, mesh=mesh, arap=arap, palette=palette, index=index, outline=outline
-    )
+    with _executor(min(workers, 2)) as pool:
+        cleaning = pool.submit(_clean_texture, character, timings)
+        mesh = build_mesh(character.mask, joints)
+        outline = outline_weights(mesh)
+        clock.lap("mesh")
+        handles = barycentric_matrix(mesh, joints, joint_triangles(mesh, joints))
+        arap = build_arap(mesh.vertices, mesh.triangles, handles)
+        clock.lap("arap_build")
+        texture = cleaning.result().within(mesh.region)
+    clock.restart()
+    return Rig(character=character, mesh=mesh, arap=arap, texture=texture, outline=outline)
+
+
+def _clean_texture(character: Character, timings: dict[str, float] | None) -> PalettedTexture:
+    """The texture cleaned over the mask with its holes filled: a superset of the mesh's
+    region (which fills only pinholes), known before the mesh is."""
+    start = time.thread_time()
+    texture = clean_texture(character.texture, fill_holes(character.mask))
+    if timings is not None:
+        timings["texture"] = timings.get("texture", 0.0) + time.thread_time() - start
+    return texture
 
 
 def render_joints(
@@ -91,7 +115,8 @@ def render_joints(
     options: RenderOptions = RenderOptions(),
     timings: dict[str, float] | None = None,
 ) -> bytes:
-    """(F, 16, 2) joint positions in texture px, one row a frame -> GIF bytes.
+    """(F, 16, 2) joint positions in texture px, one row a frame -> the file's bytes in
+    `options.format`.
 
     Adds each stage's CPU seconds (summed over threads) to `timings`.
     """
@@ -104,17 +129,15 @@ def render_joints(
     vertices = rig.arap.solve(joints)  # (F, N, 2)
     frames = len(vertices)
     clock.lap("solve")
-    camera = clip_camera(rig, vertices, options.size)
-    placed = vertices * camera.scale + camera.offset
-    levels = stretch_levels(rig.mesh, vertices)
-    samples = texture_samples(rig.mesh, rig.index, SAMPLE_SPACING / camera.scale, levels)
+    camera, placed, samples = frame_geometry(rig, vertices, options.size)
+    background = rig.texture.transparent
     clock.lap("rasterise")
     chunk_frames = int(np.clip(_CHUNK_BYTES // (18 * samples.weights.shape[0]), 1, _CHUNK))
 
     def draw(start: int) -> tuple[np.ndarray, float]:
         began = time.thread_time()
         stop = start + chunk_frames
-        chunk = rasterise(samples, placed[start:stop], camera.width, camera.height)
+        chunk = rasterise(samples, placed[start:stop], camera.width, camera.height, background)
         return chunk, time.thread_time() - began
 
     # Rasterising and encoding are pipelined over chunks of frames, on one pool of threads
@@ -130,9 +153,29 @@ def render_joints(
             while queued:
                 yield _collect(queued.popleft(), timings)
 
-        gif = encode_gif(chunks(), rig.palette, delays_cs, TRANSPARENT, pool, timings)
+        data = encode(
+            options.format,
+            chunks(),
+            rig.texture.palette,
+            background,
+            delays_cs,
+            options.background,
+            pool,
+            options.workers,
+            timings,
+        )
     clock.restart()
-    return gif
+    return data
+
+
+def frame_geometry(rig: Rig, vertices: np.ndarray, size: int) -> tuple[Camera, np.ndarray, Samples]:
+    """For (F, N, 2) posed vertices in texture px: the clip's camera, the vertices in
+    output px, and the texture samples dense enough for the clip's stretch."""
+    camera = clip_camera(rig, vertices, size)
+    placed = vertices * camera.scale + camera.offset
+    levels = stretch_levels(rig.mesh, vertices)
+    samples = texture_samples(rig.mesh, rig.texture.index, SAMPLE_SPACING / camera.scale, levels)
+    return camera, placed, samples
 
 
 def clip_camera(rig: Rig, vertices: np.ndarray, size: int) -> Camera:
@@ -164,7 +207,8 @@ def _executor(workers: int) -> Executor:
 
 
 def render_motion(rig: Rig, motion: Motion, options: RenderOptions = RenderOptions()) -> bytes:
-    """One motion for a rigged character -> GIF bytes."""
+    """One motion for a rigged character -> the bytes of a file in `options.format`
+    (`formats.FORMATS[options.format]` gives its suffix and content type)."""
     return render_motion_timed(rig, motion, options)
 
 
@@ -184,7 +228,8 @@ def render_motions(
     motions: Sequence[str | Motion],
     options: RenderOptions = RenderOptions(),
 ) -> dict[str, bytes]:
-    """Each motion (a name from the motion table, a BVH path, or a loaded Motion) -> GIF."""
+    """Each motion (a name from the motion table, a BVH path, or a loaded Motion) -> the
+    bytes of a file in `options.format`."""
     loaded = [m if isinstance(m, Motion) else load_motion(m) for m in motions]
     rig = build_rig(character)
     return {m.name: render_motion(rig, m, options) for m in loaded}

@@ -15,12 +15,13 @@ import cv2
 import numpy as np
 from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
+from animation.crop import CROP_MARGIN
+from animation.crop import crop_box as animation_crop_box
 from gateway.errors import ImageTooLarge, InvalidImage
 
 # Decoders we let untrusted bytes reach. Phones send JPEG (MPO is a multi-picture JPEG).
 ALLOWED_FORMATS = frozenset({"PNG", "JPEG", "MPO", "WEBP"})
 PAPER_WHITE = (255, 255, 255)
-CROP_MARGIN = 0.1  # of the box's size, on each side: keeps strokes the detector clipped
 
 
 @dataclass(frozen=True)
@@ -119,16 +120,9 @@ def encode_jpeg(rgb: np.ndarray, quality: int = 92) -> bytes:
 def crop_box(
     bbox: tuple[float, float, float, float], size: tuple[int, int], margin: float = CROP_MARGIN
 ) -> tuple[int, int, int, int]:
-    """The detected box grown by `margin` on each side, in whole pixels inside the image."""
-    left, top, right, bottom = bbox
-    width, height = size
-    dx, dy = (right - left) * margin, (bottom - top) * margin
-    box = (
-        max(0, int(np.floor(left - dx))),
-        max(0, int(np.floor(top - dy))),
-        min(width, int(np.ceil(right + dx))),
-        min(height, int(np.ceil(bottom + dy))),
-    )
-    if box[2] - box[0] < 8 or box[3] - box[1] < 8:
-        raise InvalidImage(f"the figure's box {list(bbox)} is too small or outside the image")
-    return box
+    """The detected box grown by `margin` on each side, in whole pixels inside the image
+    (`animation.crop.crop_box`); a box with nothing left to crop is an InvalidImage."""
+    try:
+        return animation_crop_box(bbox, size, margin)
+    except ValueError as exc:
+        raise InvalidImage(str(exc)) from exc

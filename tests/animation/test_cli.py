@@ -193,3 +193,66 @@ def test_map_names_the_joints_a_file_hides(tmp_path, capsys):
     assert main([*argv, *given]) == 0 and Image.open(out).n_frames == 33
     assert "unknown role" in _one_line_error(capsys, [*argv, "--map", "tail=Hips"])
     assert "ROLE=JOINT" in _one_line_error(capsys, [*argv, "--map", "left_hand"])
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "magic"),
+    [
+        ("clip.mp4", [], b"ftyp"),
+        ("clip.webp", [], b"WEBP"),
+        ("clip.GIF", [], b"GIF8"),
+        ("clip", ["--format", "webp"], b"WEBP"),
+        ("clip", [], b"GIF8"),  # no suffix, no --format: the default
+        ("clip.mp4", ["--format", "mp4", "--background", "#102030"], b"ftyp"),
+    ],
+)
+def test_the_format_comes_from_format_or_the_suffix(tmp_path, name, extra, magic):
+    out = tmp_path / name
+    argv = ["render", "--character", str(AD_CHARACTER), "--motion", "jumping", "--size", "48"]
+    assert main([*argv, "--out", str(out), *extra]) == 0
+    assert magic in out.read_bytes()[:16]
+
+
+def test_gif_bytes_never_land_under_another_format_s_name(tmp_path, capsys):
+    argv = ["render", "--character", str(AD_CHARACTER), "--motion", "jumping"]
+    for name, extra in (
+        ("x.mp4", ["--format", "gif"]),
+        ("x.webp", ["--format", "mp4"]),
+        ("x.png", []),
+        ("x.mp4", ["--background", "blue"]),
+    ):
+        _one_line_error(capsys, [*argv, "--out", str(tmp_path / name), *extra])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_cli_defaults_are_the_renderer_s():
+    from animation import __main__ as cli
+    from animation.render import RenderOptions
+
+    assert (cli.SIZE, cli.FPS, cli.MAX_FRAMES) == (
+        RenderOptions.size,
+        RenderOptions.fps,
+        RenderOptions.max_frames,
+    )
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    code = (
+        "import sys; from animation.__main__ import main; assert main(sys.argv[1:]) == 0; "
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+def test_a_command_imports_only_what_it_uses(tmp_path):
+    listing = _modules_after(["motions"])
+    assert not {"scipy", "cv2", "av", "animation.render"} & listing
+    gif = _modules_after(
+        ["render", "--character", str(AD_CHARACTER), "--motion", "dab", "--size", "32",
+         "--out", str(tmp_path / "a.gif")]
+    )  # fmt: skip
+    assert "animation.render" in gif and not {"av", "animation.mp4", "animation.webp"} & gif

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from animation import morph
+from animation.crop import crop_box
 from animation.figure_mask import FRINGE_PX, fill_holes
 from animation.segment import segment_figure
-from gateway.preprocess import crop_box
 from tests.gateway.images import drawing
 from tests.support import pages
 

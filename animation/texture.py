@@ -1,0 +1,236 @@
+"""The texture cleaned once per character: the paper flattened, the drawing's colours reduced
+to a palette chosen by measured error.
+
+A photographed drawing is strokes and fills on an unevenly lit, grainy page. Drawn as it
+is, the grain and the light gradient become hundreds of near-equal colours that LZW cannot
+pack and that shimmer as the figure moves. The steps, all on the (H, W) crop:
+
+1. light: the paper's colour across the crop, from the paper around the figure (outside
+   the mask), smoothed over an eighth of the crop and extended under the figure;
+   dividing by it removes shading and a coloured cast (what is left is how much each
+   pixel darkens the paper);
+2. paper: inside the figure, a pixel whose darkest channel is within the photo's own
+   paper grain of the paper (measured on the paper around it) becomes one colour: the
+   paper's median colour, so an uncoloured belly is as flat as the page around it;
+3. ink: strokes and fills keep their colour; an edge-preserving (bilateral) filter evens
+   the grain of marker and crayon without moving a stroke's edge;
+4. palette: the fewest colours, from a ladder, whose mean CIELAB error over the ink is at
+   most `MAX_DELTA_E`; a marker or pencil drawing gets 3-4 colours, a crayon one about 10,
+   and paper is always one of them. Each pixel takes its nearest palette colour (no dithering: a
+   dithered pattern shimmers under motion and packs badly).
+
+A texture with no paper around the figure (a drawing app's export with a transparent
+background, the generated test character) skips steps 1-3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+from PIL import Image
+
+# Mean CIELAB error the palette may add over the ink. 2.3 is a just-noticeable difference
+# between two flat patches side by side; at 6 every stroke and fill of the real drawings
+# keeps its own hue (looked at, 4x zoom), a crayon fill keeps 3-4 tones of its colour
+# instead of its grain, and the photo's frames stay within 7.2 of the photo's own colours
+# (quality.py). At 5 a crayon drawing needed twice the colours (17 instead of 9) for grain
+# no one sees at 256 px, and its GIFs 40% more bytes.
+MAX_DELTA_E = 6.0
+MAX_COLOURS = 255  # with one more index for the transparent background
+PAPER_GAP = 5  # px kept between the mask and the paper that measures the light
+MIN_PAPER_PIXELS = 500  # fewer and the light is not measured: no paper step
+MIN_INK_CONTRAST = 0.04  # darkest-channel ratio below the paper's that is always ink
+GRAIN_SIGMAS = 4.0  # robust standard deviations of the paper's grain that are still paper
+_LIGHT_SCALE = 8  # the light is smooth: measure it at 1/8 of the crop's size
+# The bilateral filter over the ink: window (px), colour range (RGB units: grain is under
+# it, a stroke's edge against paper far over it) and passes.
+SMOOTH_WINDOW, SMOOTH_RANGE, SMOOTH_PASSES = 9, 40.0, 2
+_COLOUR_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 254)
+_PALETTE_SAMPLE = 3_000  # ink pixels the palette is fitted and scored on
+
+
+@dataclass(frozen=True)
+class PalettedTexture:
+    """The cleaned texture as palette indices."""
+
+    palette: np.ndarray  # (K, 3) uint8, K <= 255
+    index: np.ndarray  # (H, W) uint8: a palette index on the region, `transparent` elsewhere
+    paper: np.ndarray  # (H, W) bool: region pixels that were flattened to the paper colour
+
+    @property
+    def transparent(self) -> int:
+        """The index of the background: the first one after the palette."""
+        return len(self.palette)
+
+    def within(self, region: np.ndarray) -> PalettedTexture:
+        """The same texture drawn only on `region` (H, W) bool, background elsewhere."""
+        index = np.where(region, self.index, np.uint8(self.transparent))
+        return PalettedTexture(palette=self.palette, index=index, paper=self.paper & region)
+
+
+def clean_texture(
+    texture: np.ndarray, region: np.ndarray, max_delta_e: float = MAX_DELTA_E
+) -> PalettedTexture:
+    """(H, W, 4) uint8 RGBA texture and (H, W) bool region to draw -> the paletted texture."""
+    rgb = texture[..., :3]
+    paper_known = _paper_around(region, texture[..., 3] > 0)
+    if paper_known.sum() >= MIN_PAPER_PIXELS:
+        colours, paper = _flatten_paper(rgb, region, paper_known)
+        paper_colour = np.median(rgb[paper_known], axis=0)
+    else:
+        colours, paper, paper_colour = rgb.astype(np.float32), np.zeros_like(region), None
+    ink = region & ~paper
+    fixed = np.zeros((0, 3)) if paper_colour is None else paper_colour[None]
+    palette = choose_palette(colours[ink], fixed, max_delta_e)
+    index = np.full(region.shape, len(palette), np.uint8)
+    index[paper] = 0
+    index[ink] = nearest_colour(colours[ink], palette)
+    return PalettedTexture(palette=palette, index=index, paper=paper)
+
+
+def _paper_around(region: np.ndarray, opaque: np.ndarray) -> np.ndarray:
+    """Pixels that are surely paper: opaque, and `PAPER_GAP` px clear of the figure."""
+    size = 2 * PAPER_GAP + 1
+    near = cv2.dilate(region.astype(np.uint8), np.ones((size, size), np.uint8)).astype(bool)
+    return opaque & ~near
+
+
+def _flatten_paper(
+    rgb: np.ndarray, region: np.ndarray, paper_known: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the crop with the light flattened and the ink smoothed, as (H, W, 3) float32, and
+    the region's pixels that are paper)."""
+    light = _paper_light(rgb, paper_known)
+    ratio = rgb.astype(np.float32) / light  # 1 on paper, lower where something darkens it
+    darkest = ratio.min(axis=2)
+    grain = darkest[paper_known]
+    level = float(np.median(grain))
+    sigma = 1.4826 * float(np.median(np.abs(grain - level)))  # robust: specks of dirt
+    paper = region & (darkest >= level - max(GRAIN_SIGMAS * sigma, MIN_INK_CONTRAST))
+    paper_colour = np.median(rgb[paper_known], axis=0).astype(np.float32)
+    colours = ratio * paper_colour
+    colours[~region] = paper_colour  # nothing outside the figure bleeds into its edge
+    colours[paper] = paper_colour
+    # Even out the grain of the ink: the range term keeps a stroke's edge where it is.
+    for _ in range(SMOOTH_PASSES):
+        colours = cv2.bilateralFilter(colours, SMOOTH_WINDOW, SMOOTH_RANGE, SMOOTH_WINDOW / 2)
+        colours[paper] = paper_colour
+    return colours, paper
+
+
+def _paper_light(rgb: np.ndarray, paper_known: np.ndarray) -> np.ndarray:
+    """(H, W, 3) float32: the paper's colour at every pixel, from the known paper pixels.
+
+    At 1/8 scale, over the cells that are all paper: a quadratic surface per channel
+    (a photo's light is a gradient with some vignetting; a fit has no bias at the crop's
+    edges), then what the quadratic misses (a soft shadow) by a normalised convolution of
+    the ratio: the cells' ratios and their count blurred alike and divided, which also
+    fills the figure's area from the paper around it.
+    """
+    h, w = paper_known.shape
+    small = (max(1, w // _LIGHT_SCALE), max(1, h // _LIGHT_SCALE))
+    weight = cv2.resize(paper_known.astype(np.float32), small, interpolation=cv2.INTER_AREA)
+    weight = (weight > 0.99).astype(np.float32)  # cells with no ink in them at all
+    colour = cv2.resize(rgb.astype(np.float32), small, interpolation=cv2.INTER_AREA)
+    if weight.sum() < 6:  # too little paper for a surface: one colour
+        known = paper_known if paper_known.any() else np.ones_like(paper_known)
+        return np.broadcast_to(np.median(rgb[known], axis=0), rgb.shape).astype(np.float32)
+    gy, gx = np.mgrid[-1 : 1 : small[1] * 1j, -1 : 1 : small[0] * 1j]
+    terms = np.stack([np.ones_like(gx), gx, gy, gx * gx, gx * gy, gy * gy], axis=-1)
+    cells = weight > 0
+    coef, *_ = np.linalg.lstsq(terms[cells], colour[cells], rcond=None)
+    surface = np.maximum(terms @ coef, 1.0).astype(np.float32)  # (h', w', 3)
+    ratio = np.where(cells[..., None], colour / surface, 0).astype(np.float32)
+    sigma = max(small) / 8
+    num = cv2.GaussianBlur(ratio * weight[..., None], (0, 0), sigma)
+    den = cv2.GaussianBlur(weight, (0, 0), sigma)
+    residual = np.where(den[..., None] > 1e-3, num / np.maximum(den, 1e-6)[..., None], 1.0)
+    light = cv2.resize(surface * residual, (w, h), interpolation=cv2.INTER_LINEAR)
+    return np.maximum(light, 1.0)
+
+
+def choose_palette(
+    colours: np.ndarray, fixed: np.ndarray, max_delta_e: float = MAX_DELTA_E
+) -> np.ndarray:
+    """(K, 3) uint8: `fixed` (F, 3) colours first, then the fewest quantised colours of
+    `colours` (N, 3) whose mean CIELAB error is at most `max_delta_e`.
+
+    The count is searched on a ladder (1, 2, 3, 4, 6, ..., 254) by bisection: the error
+    falls as colours are added, steeply while they still split real inks apart, slowly
+    once they only split grain.
+    """
+    fixed = np.round(np.asarray(fixed, np.float64)).astype(np.uint8).reshape(-1, 3)
+    if len(colours) == 0:
+        return fixed if len(fixed) else np.zeros((1, 3), np.uint8)
+    step = max(1, len(colours) // _PALETTE_SAMPLE)
+    sample = np.clip(np.round(colours[::step]), 0, 255).astype(np.uint8)
+    sample_lab = _lab(sample)
+    ladder = [k for k in _COLOUR_LADDER if k + len(fixed) <= MAX_COLOURS]
+    best = np.vstack([fixed, _quantise(sample, ladder[-1])])  # when no step meets the error
+    lo, hi = 0, len(ladder) - 2
+    while lo <= hi:  # the first ladder step that meets the error
+        mid = (lo + hi) // 2
+        palette = np.vstack([fixed, _quantise(sample, ladder[mid])])
+        error = np.linalg.norm(_lab(palette[nearest_colour(sample, palette)]) - sample_lab, axis=1)
+        if error.mean() <= max_delta_e:
+            best, hi = palette, mid - 1
+        else:
+            lo = mid + 1
+    return best
+
+
+QUANTISER = (Image.Quantize.MEDIANCUT, 2)
+
+
+def _quantise(pixels: np.ndarray, colours: int) -> np.ndarray:
+    """(<= colours, 3) uint8: median cut of (N, 3) uint8 pixels, refined by k-means."""
+    quantised = Image.fromarray(pixels[None]).quantize(
+        colors=colours, method=QUANTISER[0], kmeans=QUANTISER[1], dither=Image.Dither.NONE
+    )
+    used = np.unique(np.asarray(quantised))
+    palette = np.frombuffer(bytes(quantised.getpalette()[: 3 * (int(used.max()) + 1)]), np.uint8)
+    return palette.reshape(-1, 3)[used]
+
+
+def nearest_colour(colours: np.ndarray, palette: np.ndarray) -> np.ndarray:
+    """(N,) uint8: the index of the nearest `palette` (K, 3) entry to each (N, 3) colour.
+
+    Through a lookup table over RGB at 6 bits a channel: 2**18 cells, each resolved once.
+    """
+    pal = palette.astype(np.float32)
+    cells = np.clip(np.asarray(colours, np.float32), 0, 255).astype(np.int32) >> 2
+    key = (cells[:, 0] << 12) | (cells[:, 1] << 6) | cells[:, 2]
+    used = np.flatnonzero(np.bincount(key, minlength=1 << 18))  # no sort: a drawing uses few
+    centres = np.column_stack([used >> 12, (used >> 6) & 63, used & 63]).astype(np.float32)
+    centres = centres * 4 + 1.5
+    table = np.zeros(1 << 18, np.uint8)
+    for start in range(0, len(used), 4096):  # bounds the (cells, K) distance block
+        block = centres[start : start + 4096]
+        d = ((block[:, None, :] - pal[None]) ** 2).sum(axis=2)
+        table[used[start : start + 4096]] = d.argmin(axis=1)
+    return table[key]
+
+
+# sRGB (D65) -> XYZ, rows scaled by the white point so that white is (1, 1, 1).
+_RGB_TO_XYZ = np.array(
+    [[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]
+) / np.array([[0.95047], [1.0], [1.08883]])
+_CODES = np.arange(256) / 255.0
+_LINEAR = np.where(_CODES <= 0.04045, _CODES / 12.92, ((_CODES + 0.055) / 1.055) ** 2.4)
+
+
+def _lab(rgb: np.ndarray) -> np.ndarray:
+    """(N, 3) uint8 sRGB -> (N, 3) float64 CIELAB (D65). In numpy: OpenCV's float Lab
+    conversion builds its tables on first use, a third of a second of start-up."""
+    xyz = _LINEAR[np.asarray(rgb, np.uint8).reshape(-1, 3)] @ _RGB_TO_XYZ.T
+    f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.column_stack(
+        [116 * f[:, 1] - 16, 500 * (f[:, 0] - f[:, 1]), 200 * (f[:, 1] - f[:, 2])]
+    )
+
+
+def delta_e(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(N,) CIELAB delta E 1976 between (N, 3) uint8 sRGB colours `a` and `b`."""
+    return np.linalg.norm(_lab(a) - _lab(b), axis=1)

@@ -1,0 +1,47 @@
+"""The benchmark's own parts: the character it builds from the sample photo, the
+whole-process measurement of a CLI run, and what it says about missing real drawings."""
+
+from animation import bench
+from animation.character import load_character
+from tests.animation.rigs import AD_CHARACTER
+
+
+def test_the_sample_photo_becomes_a_character_as_the_service_builds_one(tmp_path):
+    folder = bench.build_sample_character(tmp_path / "sample")
+    character = load_character(folder)
+    width, height = character.size
+    # The crop is the labelled box grown by the gateway's 10% margin (clipped to the photo).
+    assert 300 < width < 480 and 500 < height <= 640
+    covered = character.mask.mean()
+    assert 0.05 < covered < 0.6
+    assert character.mask[tuple(character.skeleton["torso"][::-1].round().astype(int))]
+
+
+def test_a_cli_run_is_measured_as_its_own_process(tmp_path):
+    out = tmp_path / "j.gif"
+    usage = bench.run_cli(
+        ["render", "--character", str(AD_CHARACTER), "--motion", "jumping", "--size", "48",
+         "--out", str(out)]
+    )  # fmt: skip
+    assert out.stat().st_size > 0
+    assert usage["wall_s"] > 0 and usage["cpu_s"] > 0
+    assert 20 < usage["peak_rss_mb"] < 2000  # the child's RSS, not this test process's
+
+
+def test_missing_real_drawings_are_said(tmp_path, capsys):
+    (tmp_path / "char2").mkdir()
+    (tmp_path / "char2" / "char_cfg.yaml").write_text("skeleton: []\n")
+    found = bench.real_characters(tmp_path)
+    assert list(found) == ["char2"]
+    out = capsys.readouterr().out
+    assert out.count("MISSING") == 3 and "char1" in out
+
+
+def test_the_mp4_check_decodes_frames_and_duration(tmp_path):
+    out = tmp_path / "j.mp4"
+    bench.run_cli(
+        ["render", "--character", str(AD_CHARACTER), "--motion", "jumping", "--size", "48",
+         "--out", str(out)]
+    )  # fmt: skip
+    frames, seconds = bench.mp4_plays(out)
+    assert frames == 33 and abs(seconds - 2.2) < 0.01

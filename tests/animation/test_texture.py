@@ -1,0 +1,172 @@
+import io
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from PIL import Image
+
+from animation.character import load_character
+from animation.motions import load_motion
+from animation.quality import FRAME_ERROR_BOUND, frame_colour_error
+from animation.render import RenderOptions, build_rig, render_joints, render_motion
+from animation.retarget import retarget
+from animation.texture import (
+    MAX_DELTA_E,
+    PalettedTexture,
+    choose_palette,
+    clean_texture,
+    delta_e,
+    nearest_colour,
+)
+from tests.animation.photo import photographed
+from tests.animation.rigs import rig
+
+REAL = Path(__file__).resolve().parents[3] / "shared" / "real-dev"
+REAL_CHARACTERS = ("char1", "char2", "char3", "char4")
+
+
+def _real(name: str):
+    folder = REAL / name
+    if not (folder / "char_cfg.yaml").is_file():
+        pytest.skip(f"real drawing {folder} is not here")
+    return load_character(folder)
+
+
+def _clean(photo):
+    return clean_texture(photo.character.texture, photo.character.mask)
+
+
+def test_the_paper_inside_the_figure_becomes_one_colour():
+    photo = photographed()
+    cleaned = _clean(photo)
+    # The bare shirt, under light from 0.7 to 1.05 and with grain, is one palette entry
+    # (but for its rim, which the lens blurred into the outline).
+    paper = cv2.erode(photo.paper.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    values, counts = np.unique(cleaned.index[paper], return_counts=True)
+    assert counts.max() >= 0.99 * paper.sum()
+    assert cleaned.paper[paper].mean() >= 0.99
+    paper_colour = cleaned.palette[values[np.argmax(counts)]]
+    # ... the page's own colour as photographed (its median), not white nor a shade.
+    page = photo.character.texture[..., :3][~photo.character.mask]
+    assert delta_e(paper_colour[None], np.median(page, axis=0).astype(np.uint8)[None])[0] < 3
+
+
+def test_each_ink_keeps_its_colour_across_the_light_gradient():
+    photo = photographed()
+    cleaned = _clean(photo)
+    median_light = np.median(photo.light)
+    width = photo.character.mask.shape[1]
+    for ink, where in photo.inks.items():
+        left, right = where.copy(), where.copy()
+        left[:, width // 2 :], right[:, : width // 2] = False, False
+        entries = []
+        for half in (left, right):
+            if half.sum() < 50:
+                continue
+            values, counts = np.unique(cleaned.index[half], return_counts=True)
+            entries.append(values[np.argmax(counts)])
+        # The same ink in shade (0.7) and in light (1.05) is one palette colour...
+        assert len(set(entries)) == 1, ink
+        # ...the ink's own hue and lightness at the page's median light (a thin outline's
+        # colour shares its entry with the blurred rim around it: a little lighter).
+        expected = np.clip(np.array(ink) * median_light, 0, 255).astype(np.uint8)
+        core = cv2.erode(where.astype(np.uint8), np.ones((3, 3), np.uint8)).sum()
+        tolerance = 10 if core > where.sum() / 2 else 15
+        assert delta_e(cleaned.palette[entries[0]][None], expected[None])[0] < tolerance, ink
+
+
+def test_strokes_keep_their_place_and_width():
+    photo = photographed()
+    cleaned = _clean(photo)
+    true_ink = photo.character.mask & ~photo.paper
+    drawn_ink = photo.character.mask & ~cleaned.paper
+    # Neither a halo around the strokes nor eroded strokes: the ink's area is kept, and
+    # where the ink is.
+    assert abs(drawn_ink.sum() - true_ink.sum()) < 0.1 * true_ink.sum()
+    assert (drawn_ink & true_ink).sum() > 0.9 * true_ink.sum()
+
+
+def test_a_drawing_gets_as_many_colours_as_its_inks_need():
+    rng = np.random.default_rng(0)
+    levels = (30, 130, 230)
+    distinct = np.array([(r, g, b) for r in levels for g in levels for b in levels], float)
+
+    def inks(n: int) -> np.ndarray:  # n inks at least 100 RGB levels apart, with grain
+        hues = distinct[rng.permutation(len(distinct))[:n]]
+        return np.concatenate([h + rng.normal(0, 3, (400, 3)) for h in hues])
+
+    three, fourteen = inks(3), inks(14)
+    few = choose_palette(three, np.zeros((0, 3)))
+    many = choose_palette(fourteen, np.zeros((0, 3)))
+    assert 3 <= len(few) <= 6
+    assert len(many) >= 14 and len(many) > 2 * len(few)
+    for colours, palette in ((three, few), (fourteen, many)):
+        pixels = np.clip(np.round(colours), 0, 255).astype(np.uint8)
+        mapped = palette[nearest_colour(pixels, palette)]
+        assert delta_e(pixels, mapped).mean() <= MAX_DELTA_E
+
+
+@pytest.mark.parametrize("name", REAL_CHARACTERS)
+def test_a_real_drawing_needs_far_fewer_than_256_colours(name):
+    cleaned = clean_texture(*(lambda c: (c.texture, c.mask))(_real(name)))
+    assert 2 <= len(cleaned.palette) <= 32
+    assert isinstance(cleaned, PalettedTexture) and cleaned.transparent == len(cleaned.palette)
+
+
+def test_a_motion_that_holds_still_gives_identical_frames():
+    photo = photographed()
+    still = np.repeat(photo.character.skeleton.rest[None], 6, axis=0)
+    gif = render_joints(build_rig(photo.character), still, np.full(6, 8), RenderOptions(size=128))
+    im = Image.open(io.BytesIO(gif))
+    frames = []
+    for i in range(im.n_frames):
+        im.seek(i)
+        frames.append(np.asarray(im.convert("RGBA")))
+    assert all((f == frames[0]).all() for f in frames[1:])
+
+
+@pytest.mark.parametrize("name", [*REAL_CHARACTERS, "photographed", "generated"])
+def test_frames_stay_within_the_colour_error_bound(name):
+    if name == "photographed":
+        character = photographed().character
+    elif name == "generated":
+        character = rig("plain").character
+    else:
+        character = _real(name)
+    r = build_rig(character)
+    pose = retarget(character.skeleton, load_motion("dab"), np.array([1.3]))[0]
+    for size in (256, 500):
+        error = frame_colour_error(r, pose, size)
+        assert error <= FRAME_ERROR_BOUND, (name, size, error)
+        if name == "generated":  # flat colours and no paper: only the palette's error
+            assert error <= MAX_DELTA_E
+
+
+def test_the_error_bound_catches_a_palette_that_loses_the_colours():
+    photo = photographed()
+    r = build_rig(photo.character)
+    grey = np.full_like(r.texture.palette, 128)
+    bad = type(r)(
+        **{**r.__dict__, "texture": PalettedTexture(grey, r.texture.index, r.texture.paper)}
+    )
+    assert frame_colour_error(bad, photo.character.skeleton.rest) > FRAME_ERROR_BOUND
+
+
+def test_the_cleaned_gif_is_far_smaller_than_the_raw_photo_s():
+    photo = photographed()
+    motion = load_motion("wave_hello")
+    cleaned = render_motion(build_rig(photo.character), motion, RenderOptions(size=200))
+    raw = build_rig(photo.character)
+    # The raw photo's colours, one palette entry each (at most 255), as before cleaning.
+    texture = photo.character.texture[..., :3]
+    region = raw.mesh.region
+    quantised = Image.fromarray(texture[region][None]).quantize(254, dither=Image.Dither.NONE)
+    palette = np.frombuffer(bytes(quantised.getpalette()[: 3 * 254]), np.uint8).reshape(-1, 3)
+    index = np.full(region.shape, 254, np.uint8)
+    index[region] = np.asarray(quantised)[0]
+    unclean = type(raw)(
+        **{**raw.__dict__, "texture": PalettedTexture(palette, index, region & False)}
+    )
+    before = render_motion(unclean, motion, RenderOptions(size=200))
+    assert len(cleaned) * 2 < len(before)
