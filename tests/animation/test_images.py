@@ -147,3 +147,20 @@ def test_webp_and_mpo_are_accepted():
                                    append_images=[Image.fromarray(_photo())])  # fmt: skip
     assert read_header(buf.getvalue()).format == "MPO"
     assert decode_image(buf.getvalue()).rgb.shape == (200, 300, 3)
+
+
+def test_the_policy_needs_nothing_a_model_server_lacks():
+    """Model archives carry animation/__init__.py and images.py to a TorchServe that has
+    numpy and Pillow only: neither may import more (OpenCV, scipy, the rest of the library)."""
+    import ast
+    import sys
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "animation"
+    for name in ("__init__.py", "images.py"):
+        tree = ast.parse((package / name).read_text())
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.Import) for alias in node.names}  # fmt: skip
+        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module}  # fmt: skip
+        assert imported <= {"numpy", "PIL", "__future__"} | sys.stdlib_module_names, name
