@@ -24,7 +24,8 @@ lint: $(STAMP)
 # --- model archives (torchserve/) -------------------------------------------
 # Each archive is rebuilt when its handler, the model code or its weights change.
 ARCHIVE_CODE := torchserve/__init__.py torchserve/build_archives.py \
-	$(wildcard torchserve/handlers/*.py torchserve/model/*.py)
+	$(wildcard torchserve/handlers/*.py torchserve/model/*.py) \
+	torchserve/model-config.yaml animation/__init__.py animation/images.py
 models: $(MODEL_STORE)/drawn_humanoid_detector.mar $(MODEL_STORE)/drawn_humanoid_pose_estimator.mar
 
 $(MODEL_STORE)/drawn_humanoid_detector.mar: torchserve/weights/detector.pt

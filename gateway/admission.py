@@ -1,11 +1,16 @@
-"""Bounded admission: at most `slots` renders at once, `queue` more waiting, the rest refused.
+"""The one admission policy: at most `slots` renders at once, `queue` more waiting, the rest refused.
 
-Refusing at once (503 `overloaded` with Retry-After) keeps latency bounded under a burst
-instead of letting every request time out. Counts are per gunicorn worker process.
+Only renders are counted. A request takes its place here after its body has arrived and
+storage has said the GIFs are not there yet, so neither a slow upload nor an answer from
+storage holds a slot. Refusing (503 `overloaded` with Retry-After) keeps latency bounded
+under a burst instead of letting every request time out; when the slots and the queue are
+already full, a request is refused before its body is read (`full`), which is what makes
+a refusal cheap. Counts are per gunicorn worker process.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -25,16 +30,24 @@ class Admission:
         self.waiting = 0
         self.active = 0
 
-    def _refuse(self, why: str) -> Overloaded:
+    def refusal(self, why: str = "the service is busy; retry shortly") -> Overloaded:
+        """The 503 every refusal of this policy answers (the render pool's included)."""
         return Overloaded(why, headers={"Retry-After": str(self.retry_after_s)})
 
+    @property
+    def full(self) -> bool:
+        """Every slot taken and the queue full: a request arriving now would be refused."""
+        return self.active >= self.slots and self.waiting >= self.queue
+
     @contextmanager
-    def admit(self) -> Iterator[None]:
-        """Hold one render slot for the block; raise Overloaded when none comes in time."""
+    def admit(self) -> Iterator[float]:
+        """Hold one render slot for the block (yielding the seconds waited for it); raise
+        Overloaded when the queue is full or no slot comes within `wait_s`."""
+        started = time.perf_counter()
         if not self._free.acquire(blocking=False):
             # Greenlets switch only at blocking calls: this check-and-count is atomic.
             if self.waiting >= self.queue:
-                raise self._refuse("the service is busy; retry shortly")
+                raise self.refusal()
             self.waiting += 1
             metrics.QUEUE_DEPTH.inc()
             try:
@@ -43,11 +56,13 @@ class Admission:
                 self.waiting -= 1
                 metrics.QUEUE_DEPTH.dec()
             if not got:
-                raise self._refuse("no render slot freed up in time; retry shortly")
+                raise self.refusal(
+                    f"no render slot came free within {self.wait_s:g} s; retry shortly"
+                )
         self.active += 1
         metrics.IN_FLIGHT.inc()
         try:
-            yield
+            yield time.perf_counter() - started
         finally:
             self.active -= 1
             metrics.IN_FLIGHT.dec()

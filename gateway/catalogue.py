@@ -7,6 +7,7 @@ from functools import cached_property
 
 from animation.motions import MotionError, default_motions, load_motion, load_motion_table
 from animation.timing import frame_schedule
+from animation.version import motion_version
 from gateway.parsing import DEFAULT_FPS
 
 MAX_FRAMES = 150  # animation.render's default cap
@@ -53,11 +54,17 @@ class MotionCatalogue:
                 })  # fmt: skip
             return out
 
+    @cached_property
+    def versions(self) -> dict[str, str]:
+        """Each motion's version (its table entry and BVH file), for the storage keys."""
+        return {name: motion_version(spec) for name, spec in self.table.items()}
+
     def missing(self) -> str | None:
         """Why the motions cannot be served, or None (for /ready)."""
         try:
             self.defaults  # noqa: B018 - loads and checks the table
             self.summary  # noqa: B018
+            self.versions  # noqa: B018
         except (MotionError, OSError, ValueError) as exc:
             return f"motions: {exc}"
         return None

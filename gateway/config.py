@@ -50,6 +50,8 @@ class Config:
     presign_expiry_s: int = 24 * 3600
     max_upload_bytes: int = 10 * 1024 * 1024
     max_pixels: int = 40_000_000
+    read_timeout_s: float = 60.0  # the whole body must arrive within this, else 408
+    storage_min_free_bytes: int = 100 * 1024 * 1024  # file:// storage: /ready fails below
     max_inflight: int = 0  # 0: twice the render workers
     max_queue: int = 0  # 0: twice max_inflight
     queue_timeout_s: float = 30.0
@@ -68,9 +70,12 @@ class Config:
         object.__setattr__(self, "render_workers", workers)
         object.__setattr__(self, "max_inflight", inflight)
         object.__setattr__(self, "max_queue", self.max_queue or 2 * inflight)
-        for name in ("max_upload_bytes", "max_pixels", "model_timeout_s", "storage_timeout_s"):
+        for name in ("max_upload_bytes", "max_pixels", "read_timeout_s", "model_timeout_s",
+                     "storage_timeout_s", "queue_timeout_s"):  # fmt: skip
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name.upper()} must be positive")
+        if self.storage_min_free_bytes < 0:
+            raise ConfigError("STORAGE_MIN_FREE_BYTES must not be negative")
         if not self.storage_url.startswith(("file://", "s3://")):
             raise ConfigError(
                 f"STORAGE_URL must be file://PATH or s3://bucket/prefix, got {self.storage_url!r}"
@@ -101,6 +106,10 @@ class Config:
             presign_expiry_s=int(number("PRESIGN_EXPIRY_S", int, d["presign_expiry_s"].default)),
             max_upload_bytes=int(number("MAX_UPLOAD_BYTES", int, d["max_upload_bytes"].default)),
             max_pixels=int(number("MAX_PIXELS", int, d["max_pixels"].default)),
+            read_timeout_s=number("READ_TIMEOUT_S", float, d["read_timeout_s"].default),
+            storage_min_free_bytes=int(
+                number("STORAGE_MIN_FREE_BYTES", int, d["storage_min_free_bytes"].default)
+            ),
             max_inflight=int(number("MAX_INFLIGHT", int, 0)),
             max_queue=int(number("MAX_QUEUE", int, 0)),
             queue_timeout_s=number("QUEUE_TIMEOUT_S", float, d["queue_timeout_s"].default),

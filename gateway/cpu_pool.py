@@ -9,7 +9,9 @@ the socket. Everything on the parent's side is gevent's own (sockets, subprocess
 patched process or not, so that read yields to other greenlets and `/health` keeps
 answering while every core renders.
 
-A worker runs one task at a time. Abandoning a task (its greenlet killed because the client
+A worker runs one task at a time; a task waits for a free worker at most `wait_s` (the
+admission policy's queue timeout: the pool has no queue policy of its own, and admission
+already bounds how many tasks can wait). Abandoning a task (its greenlet killed because the client
 left or a sibling task failed) kills that worker process and starts a fresh one, so no CPU
 is spent on answers nobody will read.
 """
@@ -32,14 +34,11 @@ from gevent import socket as gsocket
 from gevent import subprocess as gsubprocess
 from gevent.queue import Empty, Queue
 
-from gateway.errors import ClientGone, Overloaded
+from gateway.errors import ClientGone
 from gateway.greenlets import client_gone, run_all
 
 log = logging.getLogger("gateway.pool")
 _HEADER = struct.Struct("!Q")
-# Longest wait for a free worker; admission keeps the queue short, so only workers that
-# cannot start (or hang) make a request wait this long.
-WORKER_WAIT_S = 60.0
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # One thread per process: the pool is the parallelism; BLAS threads on top oversubscribe.
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -47,6 +46,10 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 class WorkerCrashed(RuntimeError):
     """A render worker exited while running a task (killed, out of memory, segfault)."""
+
+
+class NoWorkerFree(RuntimeError):
+    """No render worker came free in time: all busy for long, or none could start."""
 
 
 def send_frame(sock: socket.socket, obj: object) -> None:
@@ -128,8 +131,9 @@ class _Worker:
 class CpuPool:
     """`size` worker processes; `run(fn, *args)` runs `fn(*args)` in one of them."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, wait_s: float = 30.0) -> None:
         self.size = size
+        self.wait_s = wait_s
         self._idle: Queue = Queue()
         self._all: set[_Worker] = set()
         self._busy = 0
@@ -197,11 +201,10 @@ class CpuPool:
         """An idle, live worker; one that died while idle (OOM killer) is replaced."""
         while True:
             try:
-                worker = self._idle.get(timeout=WORKER_WAIT_S)
+                worker = self._idle.get(timeout=self.wait_s)
             except Empty:
-                raise Overloaded(
-                    "no render worker came free in time; retry shortly",
-                    headers={"Retry-After": "5"},
+                raise NoWorkerFree(
+                    f"no render worker came free within {self.wait_s:g} s; retry shortly"
                 ) from None
             if worker.proc.poll() is None:
                 return worker

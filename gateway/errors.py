@@ -1,7 +1,8 @@
 """The gateway's errors: one exception type carrying the status and code of DESIGN.md's table.
 
-Every failure a client can see is an `ApiError`; anything else becomes a 500 `internal_error`
-whose traceback goes to the log, never to the client.
+Every failure a client can see is an `ApiError` (or an image the shared decoding policy
+refuses, `animation.images.ImageRejected`, which carries its own status and code); anything
+else becomes a 500 `internal_error` whose traceback goes to the log, never to the client.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ UnknownMotion = _error("UnknownMotion", 400, "unknown_motion")
 Unauthorized = _error("Unauthorized", 401, "unauthorized")
 NotFound = _error("NotFound", 404, "not_found")
 MethodNotAllowed = _error("MethodNotAllowed", 405, "method_not_allowed")
+RequestTimeout = _error("RequestTimeout", 408, "request_timeout")
 PayloadTooLarge = _error("PayloadTooLarge", 413, "payload_too_large")
 ImageTooLarge = _error("ImageTooLarge", 413, "image_too_large")
 UnsupportedMediaType = _error("UnsupportedMediaType", 415, "unsupported_media_type")

@@ -77,13 +77,17 @@ def post_fork(server, worker):
 
 
 def post_worker_init(worker):
-    worker.wsgi.extensions["gateway"].start()
+    from gateway.services import services_of
+
+    services_of(worker.wsgi).start()
 
 
 def worker_exit(server, worker):
+    from gateway.services import services_of
+
     app = getattr(worker, "wsgi", None)
     if app is not None:
-        app.extensions["gateway"].close()
+        services_of(app).close()
 
 
 def child_exit(server, worker):

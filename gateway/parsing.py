@@ -1,30 +1,31 @@
-"""Reading a POST /animate request: the three body forms and the render options.
+"""Reading a POST /animate request from its received body: the three forms and the options.
 
 Forms: multipart (field `image`, `file` or `data`), JSON `{"file": "<base64>"}` (or
 `"image"`), or a raw `image/png|jpeg|webp` body. Options come from the query string and
-from the form fields / JSON keys (the body wins). Sizes are checked before bytes are read.
+from the form fields / JSON keys (the body wins). Pure functions of bytes: the body was
+received (gateway/body.py) before any of this runs.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import io
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from flask import Request
 from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.formparser import FormDataParser
 
-from gateway.errors import BadRequest, PayloadTooLarge, UnknownMotion, UnsupportedMediaType
+from gateway.body import RAW_IMAGE_TYPES, too_large
+from gateway.errors import BadRequest, UnknownMotion, UnsupportedMediaType
 
 IMAGE_FIELDS = ("image", "file", "data")
-RAW_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/jpg", "image/webp"})
 SIZE_RANGE = (32, 512)
 FPS_RANGE = (1, 30)
 DEFAULT_SIZE = 256
 DEFAULT_FPS = 15
-READ_CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -46,26 +47,13 @@ class AnimateRequest:
     options: AnimateOptions
 
 
-def body_limit(max_upload_bytes: int) -> int:
-    """Largest body accepted: the image base64-encoded, plus room for form fields."""
-    return math.ceil(max_upload_bytes * 4 / 3) + 64 * 1024
+@dataclass(frozen=True)
+class Upload:
+    """What a body carried, whatever its form: the image, the option fields, other files."""
 
-
-def _too_large(limit: int) -> PayloadTooLarge:
-    return PayloadTooLarge(f"the upload is larger than {limit} bytes")
-
-
-def read_raw_body(request: Request, limit: int) -> bytes:
-    """The body, refused as soon as it passes `limit` bytes (declared or streamed)."""
-    if request.content_length is not None and request.content_length > limit:
-        raise _too_large(limit)
-    chunks, total = [], 0
-    while chunk := request.stream.read(READ_CHUNK):
-        total += len(chunk)
-        if total > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
+    image: bytes
+    fields: dict
+    files: dict[str, bytes] = field(default_factory=dict)  # other multipart file parts
 
 
 def _decode_base64(text: object, limit: int) -> bytes:
@@ -74,44 +62,63 @@ def _decode_base64(text: object, limit: int) -> bytes:
     if text.startswith("data:") and "," in text:  # a data: URL, as browsers produce
         text = text.split(",", 1)[1]
     if len(text) * 3 // 4 > limit + 3:
-        raise _too_large(limit)
+        raise too_large(limit)
     try:
         return base64.b64decode("".join(text.split()), validate=True)
     except (binascii.Error, ValueError) as exc:
         raise BadRequest("JSON field 'file' is not valid base64") from exc
 
 
-def _read_image_and_fields(request: Request, limit: int) -> tuple[bytes, dict]:
-    mimetype = request.mimetype
+def _multipart(body: bytes, params: dict, limit: int) -> Upload:
+    parser = FormDataParser(stream_factory=lambda *args, **kwargs: io.BytesIO(), silent=False)
     try:
-        if mimetype == "multipart/form-data":
-            upload = next((request.files[f] for f in IMAGE_FIELDS if f in request.files), None)
-            if upload is None:
-                raise BadRequest(f"multipart body needs the image in field {IMAGE_FIELDS[0]!r}")
-            image = upload.stream.read(limit + 1)
-            if len(image) > limit:
-                raise _too_large(limit)
-            return image, request.form.to_dict()
-        if mimetype == "application/json":
-            try:
-                body = json.loads(read_raw_body(request, body_limit(limit)))
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise BadRequest("the body is not valid JSON") from exc
-            if not isinstance(body, dict):
-                raise BadRequest("the JSON body must be an object")
-            field = next((f for f in ("file", "image") if f in body), None)
-            if field is None:
-                raise BadRequest("the JSON body needs the base64 image in 'file'")
-            fields = {k: v for k, v in body.items() if k not in ("file", "image")}
-            return _decode_base64(body[field], limit), fields
-        if mimetype in RAW_IMAGE_TYPES:
-            return read_raw_body(request, limit), {}
+        _, form, files = parser.parse(io.BytesIO(body), "multipart/form-data", len(body), params)
     except RequestEntityTooLarge as exc:
-        raise _too_large(limit) from exc
-    raise UnsupportedMediaType(
-        f"Content-Type {mimetype or 'none'!r} is not accepted: send multipart/form-data, "
-        "application/json or image/png, image/jpeg, image/webp"
-    )
+        raise too_large(limit) from exc
+    except ValueError as exc:  # no boundary, a broken part
+        raise BadRequest(f"the multipart body cannot be read: {exc}") from exc
+    parts = {name: files[name].stream.getvalue() for name in files}
+    image_field = next((f for f in IMAGE_FIELDS if f in parts), None)
+    if image_field is None:
+        raise BadRequest(f"multipart body needs the image in field {IMAGE_FIELDS[0]!r}")
+    image = parts.pop(image_field)
+    if len(image) > limit:
+        raise too_large(limit)
+    return Upload(image, form.to_dict(), parts)
+
+
+def _json(body: bytes, limit: int) -> Upload:
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest("the body is not valid JSON") from exc
+    if not isinstance(document, dict):
+        raise BadRequest("the JSON body must be an object")
+    image_key = next((f for f in ("file", "image") if f in document), None)
+    if image_key is None:
+        raise BadRequest("the JSON body needs the base64 image in 'file'")
+    fields = {k: v for k, v in document.items() if k not in ("file", "image")}
+    return Upload(_decode_base64(document[image_key], limit), fields)
+
+
+def read_upload(body: bytes, mimetype: str, params: dict, max_upload_bytes: int) -> Upload:
+    """The image and fields of a received body of type `mimetype` (with its `params`)."""
+    if mimetype == "multipart/form-data":
+        upload = _multipart(body, params, max_upload_bytes)
+    elif mimetype == "application/json":
+        upload = _json(body, max_upload_bytes)
+    elif mimetype in RAW_IMAGE_TYPES:
+        if len(body) > max_upload_bytes:
+            raise too_large(max_upload_bytes)
+        upload = Upload(body, {})
+    else:
+        raise UnsupportedMediaType(
+            f"Content-Type {mimetype or 'none'!r} is not accepted: send multipart/form-data, "
+            "application/json or image/png, image/jpeg, image/webp"
+        )
+    if not upload.image:
+        raise BadRequest("the image is empty")
+    return upload
 
 
 def _json_value(name: str, value: object) -> object:
@@ -199,14 +206,8 @@ def parse_options(
 
 
 def parse_animate_request(
-    request: Request,
-    max_upload_bytes: int,
-    known_motions: list[str],
-    default_motions: tuple[str, ...],
+    upload: Upload, query: dict, known_motions: list[str], default_motions: tuple[str, ...]
 ) -> AnimateRequest:
-    """The image bytes and options of a POST /animate; raises an ApiError on anything wrong."""
-    image, fields = _read_image_and_fields(request, max_upload_bytes)
-    if not image:
-        raise BadRequest("the image is empty")
-    merged = {**request.args.to_dict(), **fields}
-    return AnimateRequest(image, parse_options(merged, known_motions, default_motions))
+    """The image and options of a POST /animate; raises an ApiError on anything wrong."""
+    merged = {**query, **upload.fields}
+    return AnimateRequest(upload.image, parse_options(merged, known_motions, default_motions))

@@ -1,8 +1,10 @@
 """One /animate request from bytes to URLs: the stages, in order, and their timings.
 
-lookup (storage) -> decode -> detect -> pose -> rig + render (worker processes) -> upload.
-The detector and the pose estimator run once per request, whatever the number of motions;
-motions already in storage for this image and these options are not rendered again.
+lookup (storage) -> queue (admission) -> decode -> detect -> pose -> rig + render (worker
+processes) -> upload. Motions already in storage for this image, these options and these
+versions (renderer, motion, models) are not rendered again, and an answer wholly from
+storage takes no render slot. The detector and the pose estimator run once per request,
+whatever the number of motions.
 """
 
 from __future__ import annotations
@@ -10,48 +12,27 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from animation.version import renderer_version
 from gateway import cpu_tasks, metrics
+from gateway.admission import Admission
+from gateway.catalogue import MotionCatalogue
 from gateway.config import Config
 from gateway.cpu_pool import CpuPool
 from gateway.errors import BadRequest, StorageUnavailable
 from gateway.greenlets import run_all
-from gateway.parsing import AnimateRequest
+from gateway.parsing import AnimateOptions, AnimateRequest
 from gateway.preprocess import crop_box, encode_jpeg
+from gateway.stage_timer import StageTimer
 from gateway.storage import Storage, animation_key
 from gateway.torchserve_client import TorchServeClient
 
 log = logging.getLogger("gateway.pipeline")
-
-
-@dataclass
-class StageTimer:
-    """Wall time per stage, in order, for Server-Timing, the request log and the histograms."""
-
-    stages: dict[str, float] = field(default_factory=dict)
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.add(name, time.perf_counter() - start)
-
-    def add(self, name: str, seconds: float) -> None:
-        self.stages[name] = self.stages.get(name, 0.0) + seconds
-        metrics.STAGE_SECONDS.labels(name).observe(seconds)
-
-    def server_timing(self) -> str:
-        return ", ".join(f"{name};dur={s * 1000:.1f}" for name, s in self.stages.items())
-
-    def as_ms(self) -> dict[str, float]:
-        return {name: round(s * 1000, 1) for name, s in self.stages.items()}
+# Bump when the gateway's own preparation changes what a GIF looks like (the crop margin,
+# the texture and mask built in cpu_tasks). Library, motion and model versions are read.
+PREPARATION_VERSION = 2
 
 
 def _split(names: list[str], parts: int) -> list[list[str]]:
@@ -60,14 +41,42 @@ def _split(names: list[str], parts: int) -> list[list[str]]:
     return [names[i::parts] for i in range(parts)]
 
 
+def model_roles(options: AnimateOptions) -> tuple[str, ...]:
+    """The models whose answers shape this request's GIFs (a given bbox or keypoints skip one)."""
+    return tuple(role for role, given in (("detector", options.bbox), ("pose", options.keypoints))
+                 if given is None)  # fmt: skip
+
+
 class AnimationPipeline:
     def __init__(
-        self, config: Config, models: TorchServeClient, storage: Storage, pool: CpuPool
+        self,
+        config: Config,
+        models: TorchServeClient,
+        storage: Storage,
+        pool: CpuPool,
+        admission: Admission,
+        catalogue: MotionCatalogue,
     ) -> None:
         self.config = config
         self.models = models
         self.storage = storage
         self.pool = pool
+        self.admission = admission
+        self.catalogue = catalogue
+
+    def keys(self, job: AnimateRequest) -> dict[str, str]:
+        """motion -> storage key: the image, the options and every version that shapes it."""
+        options = job.options
+        fields = {
+            **options.render_fields(),
+            "renderer": renderer_version(),
+            "preparation": PREPARATION_VERSION,
+            "model_input_px": self.config.model_input_px,
+            "models": self.models.versions(model_roles(options)),
+        }
+        image_sha = hashlib.sha256(job.image).hexdigest()
+        motions = self.catalogue.versions
+        return {m: animation_key(image_sha, fields, m, motions[m]) for m in options.motions}
 
     def _storage_call(self, operation: str, fn, *args):
         try:
@@ -78,10 +87,8 @@ class AnimationPipeline:
 
     def run(self, job: AnimateRequest, timer: StageTimer, host_url: str, client=None) -> dict:
         """{motion: URL} for every requested motion, rendering only what storage lacks."""
-        options = job.options
-        image_sha = hashlib.sha256(job.image).hexdigest()
-        keys = {m: animation_key(image_sha, options.render_fields(), m) for m in options.motions}
         with timer.stage("lookup"):
+            keys = self.keys(job)
             found = run_all(
                 self._storage_call, [("lookup", self.storage.exists, k) for k in keys.values()]
             )
@@ -89,14 +96,16 @@ class AnimationPipeline:
         if not missing:
             metrics.CACHE_HITS.inc()
         else:
-            gifs = self._render(job, missing, timer, client)
-            with timer.stage("upload"):
-                run_all(
-                    self._storage_call,
-                    [("upload", self.storage.put, keys[m], gifs[m]) for m in missing],
-                )
+            with self.admission.admit() as waited_s:
+                timer.add("queue", waited_s)
+                gifs = self._render(job, missing, timer, client)
+                with timer.stage("upload"):
+                    run_all(
+                        self._storage_call,
+                        [("upload", self.storage.put, keys[m], gifs[m]) for m in missing],
+                    )
         # Only now, with every object stored, are URLs handed out.
-        return {m: self.storage.url(keys[m], host_url) for m in options.motions}
+        return {m: self.storage.url(keys[m], host_url) for m in job.options.motions}
 
     def _render(self, job: AnimateRequest, motions: list[str], timer: StageTimer, client) -> dict:
         crop, keypoints = self._figure(job, timer, client)

@@ -1,9 +1,10 @@
 """Where the GIFs go: a local folder (served by the gateway at /files/) or an S3 bucket.
 
-Keys come from the image's content hash and the render options (`animation_key`), so a
-repeated request finds its GIFs already stored. Writes are atomic (a local file appears
-complete or not at all; an S3 PUT is all-or-nothing) and a URL is only handed out for an
-object that was stored.
+Keys come from the image's content hash and everything else that decides the GIF
+(`animation_key`: render options, renderer, motion and model versions), so a repeated
+request finds its GIFs already stored, and a changed renderer or model renders anew.
+Writes are atomic (a local file appears complete or not at all; an S3 PUT is
+all-or-nothing) and a URL is only handed out for an object that was stored.
 """
 
 from __future__ import annotations
@@ -11,29 +12,39 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 from urllib.parse import quote, urlparse
 
 from gateway.errors import StorageUnavailable
 
-# Bump when rendering changes what a key's GIF looks like, so old objects are not reused.
-RENDER_VERSION = 1
+MB = 1024 * 1024
+# /ready asks S3 with a real write; answers are reused this long, so probes stay cheap.
+WRITE_CHECK_TTL_S = 10.0
+WRITE_CHECK_KEY = ".ready-check"
 
 
-def animation_key(image_sha256: str, options: dict, motion: str) -> str:
-    """`<2 hex>/<digest>/<motion>.gif`: the digest covers the image and every render option."""
-    canonical = json.dumps({"image": image_sha256, "v": RENDER_VERSION, **options}, sort_keys=True)
+def animation_key(image_sha256: str, fields: dict, motion: str, motion_version: str) -> str:
+    """`<2 hex>/<digest>/<motion_version>/<motion>.gif`, the digest over the image and every
+    field given (JSON-able: render options, renderer and model versions) in any order.
+
+    One folder per drawing and options; the file keeps the motion's name for downloads."""
+    canonical = json.dumps({"image": image_sha256, **fields}, sort_keys=True)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:40]
-    return f"{digest[:2]}/{digest}/{motion}.gif"
+    return f"{digest[:2]}/{digest}/{motion_version}/{motion}.gif"
 
 
 class FileStorage:
     """GIFs under a local folder; URLs point at the gateway's own /files/ route."""
 
-    def __init__(self, root: str | Path, public_base_url: str | None = None) -> None:
+    def __init__(
+        self, root: str | Path, public_base_url: str | None = None, min_free_bytes: int = 0
+    ) -> None:
         self.root = Path(root).resolve()
         self.public_base_url = public_base_url
+        self.min_free_bytes = min_free_bytes
 
     def path_of(self, key: str) -> Path:
         path = (self.root / key).resolve()
@@ -64,13 +75,17 @@ class FileStorage:
         return f"{base}/files/{quote(key)}"
 
     def missing(self) -> str | None:
-        """Why storage is not usable, or None."""
+        """Why storage cannot take a write now (no folder, read-only, too little space), or None."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
+            free = shutil.disk_usage(self.root).free  # what this (non-root) user may fill
         except OSError as exc:
             return f"storage folder {self.root}: {exc.strerror}"
         if not os.access(self.root, os.W_OK | os.X_OK):
             return f"storage folder {self.root} is not writable"
+        if free < self.min_free_bytes:
+            return (f"storage folder {self.root} has {free / MB:.1f} MB free, less than "
+                    f"STORAGE_MIN_FREE_BYTES ({self.min_free_bytes / MB:.1f} MB)")  # fmt: skip
         return None
 
 
@@ -111,6 +126,7 @@ class S3Storage:
         from botocore.exceptions import BotoCoreError, ClientError
 
         self._errors = (BotoCoreError, ClientError)
+        self._write_check: tuple[float, str | None] = (-WRITE_CHECK_TTL_S, None)
 
     def _object(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
@@ -123,6 +139,7 @@ class S3Storage:
             code = getattr(exc, "response", {}).get("Error", {}).get("Code")
             if code in ("404", "NoSuchKey", "NotFound"):
                 return False
+            self._write_check = (-WRITE_CHECK_TTL_S, None)  # /ready asks again
             raise StorageUnavailable(f"storage lookup failed: {exc}") from exc
 
     def put(self, key: str, data: bytes) -> None:
@@ -132,6 +149,7 @@ class S3Storage:
                 CacheControl="public, max-age=31536000, immutable",
             )  # fmt: skip
         except self._errors as exc:
+            self._write_check = (-WRITE_CHECK_TTL_S, None)  # /ready asks again
             raise StorageUnavailable(f"could not store the animation: {exc}") from exc
 
     def url(self, key: str, host_url: str) -> str:
@@ -144,11 +162,18 @@ class S3Storage:
         )
 
     def missing(self) -> str | None:
+        """Why the bucket cannot take a write, or None: a tiny PUT under the prefix, whose
+        answer is reused for WRITE_CHECK_TTL_S (probes come every few seconds)."""
+        checked_at, problem = self._write_check
+        if time.monotonic() - checked_at < WRITE_CHECK_TTL_S:
+            return problem
         try:
-            self.client.head_bucket(Bucket=self.bucket)
+            self.client.put_object(Bucket=self.bucket, Key=self._object(WRITE_CHECK_KEY), Body=b"")
+            problem = None
         except self._errors as exc:
-            return f"bucket {self.bucket}: {exc}"
-        return None
+            problem = f"bucket {self.bucket} takes no write: {exc}"
+        self._write_check = (time.monotonic(), problem)
+        return problem
 
 
 Storage = FileStorage | S3Storage
@@ -161,10 +186,11 @@ def open_storage(
     public_base_url: str | None = None,
     presign_expiry_s: int = 86400,
     timeout_s: float = 10.0,
+    min_free_bytes: int = 0,
 ) -> Storage:
     """The backend STORAGE_URL names: `file://PATH` or `s3://bucket/prefix`."""
     if url.startswith("file://"):
-        return FileStorage(url.removeprefix("file://"), public_base_url)
+        return FileStorage(url.removeprefix("file://"), public_base_url, min_free_bytes)
     if url.startswith("s3://") and urlparse(url).netloc:
         return S3Storage(url, endpoint_url, public_base_url, presign_expiry_s, timeout_s)
     raise ValueError(f"STORAGE_URL must be file://PATH or s3://bucket/prefix, got {url!r}")

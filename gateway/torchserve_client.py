@@ -1,27 +1,69 @@
 """Client of the two TorchServe models: detector and pose estimator, over HTTP only.
 
 One pooled `requests.Session`, a timeout on every call, one retry when the connection is
-refused (TorchServe restarting), and errors mapped to the API's: 503 `model_unavailable`
-when TorchServe is down or has no worker, 504 `model_timeout` past the budget.
+refused (TorchServe restarting), and errors mapped to the API's: a handler's refusal of
+the image (its 400, 413 or 415) is the client's error with the handler's words; 503
+`model_unavailable` when TorchServe is down, has no worker or refuses us (auth, unknown
+model); 504 `model_timeout` past the budget.
+
+The management API says which version of each model serves (`modelVersion`); the versions
+name stored GIFs, so they are read at start, with each readiness check, and again in a
+request when older than VERSIONS_TTL_S.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import requests
+from gevent.lock import Semaphore
 from requests.adapters import HTTPAdapter
 
 from gateway.config import ModelRole
-from gateway.errors import ModelTimeout, ModelUnavailable, NoCharacterDetected, PoseNotFound
+from gateway.errors import (
+    ApiError,
+    ImageTooLarge,
+    InvalidImage,
+    ModelTimeout,
+    ModelUnavailable,
+    NoCharacterDetected,
+    PoseNotFound,
+    UnsupportedMediaType,
+)
+from gateway.greenlets import run_all
 
 log = logging.getLogger("gateway.torchserve")
 CONNECT_TIMEOUT_S = 2.0
 READY_TIMEOUT_S = 2.0
 RETRY_PAUSE_S = 0.2
+VERSIONS_TTL_S = 5.0
+# A model whose management API never answered (TorchServe not up yet, or served elsewhere).
+UNKNOWN_VERSION = "unknown"
+# A handler refusing the image it was sent answers these; the client's error, not ours.
+REFUSALS: dict[int, type[ApiError]] = {
+    400: InvalidImage, 413: ImageTooLarge, 415: UnsupportedMediaType,
+}  # fmt: skip
+
+
+def _handler_refusal(model: str, reply: requests.Response) -> ApiError | None:
+    """The client's error when TorchServe's handler refused the image itself, else None.
+
+    TorchServe's own front end also answers 4xx (token auth, unknown model, bad routing),
+    with a Java exception's name as `type`: those are ours to fix, never the client's.
+    """
+    if reply.status_code not in REFUSALS:
+        return None
+    try:
+        body = reply.json()
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or str(body.get("type", "")).endswith("Exception"):
+        return None
+    reason = str(body.get("message") or "no reason given")
+    return REFUSALS[reply.status_code](f"{model} refused the image: {reason}")
 
 
 def _refused(exc: requests.ConnectionError) -> bool:
@@ -40,6 +82,9 @@ class TorchServeClient:
         self.roles = roles
         self.timeout_s = timeout_s
         self._on_error = on_error
+        self._versions: dict[str, str] = {}  # role -> modelVersion, as last read
+        self._versions_read_at = -VERSIONS_TTL_S
+        self._refreshing = Semaphore()  # one refresh at a time; the others wait for it
         self.session = requests.Session()
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=64, max_retries=0)
         self.session.mount("http://", adapter)
@@ -68,6 +113,8 @@ class TorchServeClient:
                 raise ModelTimeout(
                     f"{model.model} gave no answer within {self.timeout_s:g} s"
                 ) from exc
+        if refusal := _handler_refusal(model.model, reply):
+            raise refusal  # the image's fault: not a model error in /metrics
         if reply.status_code != 200:
             self._on_error(role, f"http_{reply.status_code}")
             raise ModelUnavailable(f"{model.model}: TorchServe answered {reply.status_code}")
@@ -110,19 +157,48 @@ class TorchServeClient:
             raise PoseNotFound("the pose estimator is not confident about this figure's joints")
         return keypoints
 
+    def _describe(self, model: ModelRole) -> dict | None:
+        """The management API's description of the version that serves, or None."""
+        url = f"{model.management_url}/models/{model.model}"
+        try:
+            reply = self.session.get(url, timeout=(CONNECT_TIMEOUT_S, READY_TIMEOUT_S))
+            described = reply.json() if reply.status_code == 200 else None
+            return described[0] if isinstance(described, list) and described else None
+        except (requests.RequestException, ValueError):
+            return None
+
+    def _read(self, roles: Iterable[str]) -> dict[str, dict | None]:
+        """Each role's description, asked side by side; versions learnt are remembered."""
+        roles = list(roles)
+        answers = run_all(self._describe, [(self.roles[r],) for r in roles])
+        described = dict(zip(roles, answers, strict=True))
+        for role, description in described.items():
+            if isinstance(description, dict) and description.get("modelVersion"):
+                self._versions[role] = str(description["modelVersion"])
+        # Also after a failure: a hung management API costs one wait per TTL, not per request.
+        self._versions_read_at = time.monotonic()
+        return described
+
     def missing_models(self) -> list[str]:
         """Models without a READY worker, from the management API ([] when all are ready)."""
         missing = []
-        for model in self.roles.values():
-            url = f"{model.management_url}/models/{model.model}"
-            try:
-                reply = self.session.get(url, timeout=(CONNECT_TIMEOUT_S, READY_TIMEOUT_S))
-                versions = reply.json() if reply.status_code == 200 else []
-                ready = any(
-                    w.get("status") == "READY" for v in versions for w in v.get("workers", [])
-                )
-            except (requests.RequestException, ValueError, AttributeError, TypeError):
-                ready = False
-            if not ready:
-                missing.append(model.model)
+        for role, description in self._read(self.roles).items():
+            workers = (description or {}).get("workers") or []
+            if not any(isinstance(w, dict) and w.get("status") == "READY" for w in workers):
+                missing.append(self.roles[role].model)
         return missing
+
+    def versions(self, roles: Iterable[str]) -> dict[str, str]:
+        """role -> the serving model's version, for `roles`; re-read when older than
+        VERSIONS_TTL_S. The last versions read stand in while TorchServe does not answer;
+        a model never described is `UNKNOWN_VERSION` (its calls will fail or tell)."""
+        roles = tuple(roles)
+
+        def stale() -> bool:
+            return time.monotonic() - self._versions_read_at >= VERSIONS_TTL_S
+
+        if roles and stale():
+            with self._refreshing:
+                if stale():
+                    self._read(self.roles)
+        return {role: self._versions.get(role, UNKNOWN_VERSION) for role in roles}

@@ -3,13 +3,19 @@
     python -m torchserve.build_archives [--weights-dir DIR] [--model-store DIR] [NAME ...]
 
 `make models` calls this once per archive whose sources changed. Each archive carries the
-`torchserve.handlers` and `torchserve.model` packages, so it runs on a TorchServe that has
-only torch installed (the Docker image), not just from this checkout.
+`torchserve.handlers` and `torchserve.model` packages and the shared image decoding policy
+(`animation/images.py`), so it runs on a TorchServe that has only torch and Pillow installed
+(the Docker image), not just from this checkout.
+
+An archive's version is `VERSION` plus a digest of everything it carries (code and
+weights): TorchServe's management API reports it, and the gateway keys stored GIFs by it,
+so new weights or handler code never serve GIFs the old model made.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import subprocess
@@ -19,9 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent  # torchserve/
+REPO = PACKAGE.parent
 VERSION = "1.0"
 # The packages an archive needs at run time; training and data generation stay out.
 RUNTIME_PACKAGES = ("handlers", "model")
+# Modules of the `animation` library the handlers import (numpy and Pillow only).
+SHARED_MODULES = ("__init__.py", "images.py")
+# Workers and batching, carried by every archive (they do not change what a model answers).
+MODEL_CONFIG = PACKAGE / "model-config.yaml"
 
 
 @dataclass(frozen=True)
@@ -41,7 +52,7 @@ ARCHIVES = {
 
 
 def stage_code(into: Path) -> Path:
-    """Copy the runtime Python packages into `into`/torchserve (sources only, no caches)."""
+    """Copy the runtime Python code into `into`/torchserve and `into`/animation (sources only)."""
     root = into / "torchserve"
     root.mkdir(parents=True)
     shutil.copy2(PACKAGE / "__init__.py", root / "__init__.py")
@@ -51,7 +62,21 @@ def stage_code(into: Path) -> Path:
             root / package,
             ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pt"),
         )
+    shared = into / "animation"
+    shared.mkdir()
+    for module in SHARED_MODULES:
+        shutil.copy2(REPO / "animation" / module, shared / module)
     return into
+
+
+def archive_version(archive: Archive, code: Path, weights: Path) -> str:
+    """`VERSION`.<digest of the staged code and the weights> (the handler is staged code)."""
+    digest = hashlib.sha256()
+    files = {p.relative_to(code).as_posix(): p for p in code.rglob("*") if p.is_file()}
+    files[archive.weights] = weights
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name].read_bytes())
+    return f"{VERSION}.{digest.hexdigest()[:12]}"
 
 
 def console_script(name: str) -> str:
@@ -63,8 +88,13 @@ def console_script(name: str) -> str:
     return found
 
 
-def build(archive: Archive, weights_dir: Path, model_store: Path) -> Path:
-    """Write `model_store`/<name>.mar, replacing an older one only once the new one is complete."""
+def build(
+    archive: Archive, weights_dir: Path, model_store: Path, version: str | None = None
+) -> Path:
+    """Write `model_store`/<name>.mar, replacing an older one only once the new one is complete.
+
+    `version` defaults to `archive_version`, which changes with the code and the weights.
+    """
     weights = weights_dir / archive.weights
     if not weights.is_file():
         raise FileNotFoundError(f"missing weights {weights} (train them or pass --weights-dir)")
@@ -79,13 +109,15 @@ def build(archive: Archive, weights_dir: Path, model_store: Path) -> Path:
             "--model-name",
             archive.name,
             "--version",
-            VERSION,
+            version or archive_version(archive, code, weights),
             "--handler",
             str(PACKAGE / "handlers" / archive.handler),
             "--serialized-file",
             str(weights),
             "--extra-files",
             str(code),
+            "--config-file",
+            str(MODEL_CONFIG),
             "--export-path",
             str(export),
         ]

@@ -1,4 +1,10 @@
-"""POST /animate (and POST /, the route the Android app calls): a drawing in, GIF URLs out."""
+"""POST /animate (and POST /, the route the Android app calls): a drawing in, GIF URLs out.
+
+Admission order, cheapest refusal first: the API key; a full house (every render slot and
+the queue taken) refused before a byte of the body is read; the body received within its
+size and time limits (no slot held meanwhile); the options and the image's header checked;
+storage asked (an answer from storage takes no slot); only then a render slot.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +12,18 @@ import hmac
 
 from flask import Blueprint, Response, g, jsonify, request
 
-from gateway.app import gateway
+from animation.images import read_header
+from gateway.body import body_limit, read_body
 from gateway.errors import Unauthorized
-from gateway.parsing import parse_animate_request
-from gateway.preprocess import probe_image
+from gateway.parsing import parse_animate_request, read_upload
+from gateway.services import current_services
 
 bp = Blueprint("animate", __name__)
 
 
 @bp.before_request
 def require_api_key() -> None:
-    key = gateway().config.api_key
+    key = current_services().config.api_key
     if not key:
         return
     given = request.headers.get("Authorization", "")
@@ -28,16 +35,29 @@ def require_api_key() -> None:
         )
 
 
+@bp.before_request
+def refuse_when_full() -> None:
+    """Nothing could start rendering soon: refuse now, at the cost of the headers alone."""
+    admission = current_services().admission
+    if admission.full:
+        raise admission.refusal()
+
+
 @bp.post("/animate")
 @bp.post("/")
 def animate() -> Response:
-    gw = gateway()
-    with gw.admission.admit():
-        with g.timer.stage("decode"):
-            job = parse_animate_request(
-                request, gw.config.max_upload_bytes, gw.catalogue.names, gw.catalogue.defaults
-            )
-            probe_image(job.image, gw.config.max_pixels)  # header only: refuse bombs undecoded
-        client = request.environ.get("gunicorn.socket")
-        urls = gw.pipeline.run(job, g.timer, request.host_url, client)
-    return jsonify(urls)
+    services = current_services()
+    config, catalogue = services.config, services.catalogue
+    with g.timer.stage("receive"):
+        limit = body_limit(request.mimetype, config.max_upload_bytes)
+        body = read_body(request, limit, config.read_timeout_s)
+    with g.timer.stage("decode"):
+        upload = read_upload(
+            body, request.mimetype, request.mimetype_params, config.max_upload_bytes
+        )
+        job = parse_animate_request(
+            upload, request.args.to_dict(), catalogue.names, catalogue.defaults
+        )
+        read_header(job.image, config.max_pixels)  # refuses bombs and odd shapes undecoded
+    client = request.environ.get("gunicorn.socket")
+    return jsonify(services.pipeline.run(job, g.timer, request.host_url, client))

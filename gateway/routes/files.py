@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, send_from_directory
 
-from gateway.app import gateway
 from gateway.errors import NotFound
+from gateway.services import current_services
 from gateway.storage import FileStorage
 
 bp = Blueprint("files", __name__)
@@ -13,7 +13,7 @@ bp = Blueprint("files", __name__)
 
 @bp.get("/files/<path:key>")
 def stored_file(key: str) -> Response:
-    storage = gateway().storage
+    storage = current_services().storage
     if not isinstance(storage, FileStorage) or not key.endswith(".gif"):
         raise NotFound("no such file")
     # send_from_directory joins safely: '..', absolute paths and the like give a 404.

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import gevent
 from flask import Blueprint, Response, jsonify
 
-from gateway import metrics
-from gateway.app import gateway
+from gateway import metrics, readiness
+from gateway.services import current_services
 
 bp = Blueprint("health", __name__)
 
@@ -19,18 +18,8 @@ def health() -> Response:
 
 @bp.get("/ready")
 def ready() -> Response:
-    """200 when TorchServe has READY workers for both models, storage answers and the
-    render workers are up; else 503 naming what is missing."""
-    gw = gateway()
-    checks = [gevent.spawn(gw.models.missing_models), gevent.spawn(gw.storage.missing)]
-    gevent.joinall(checks)
-    missing = [f"model {name}" for name in checks[0].value or []]
-    if checks[1].value:
-        missing.append(f"storage: {checks[1].value}")
-    if gw.pool.ready == 0:
-        missing.append("render workers: none warmed up yet")
-    if problem := gw.catalogue.missing():
-        missing.append(problem)
+    """200 when every dependency can serve (gateway/readiness.py); else 503 naming each."""
+    missing = readiness.missing(current_services())
     response = jsonify(ready=not missing, missing=missing)
     response.status_code = 503 if missing else 200
     return response

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from gateway.app import gateway
+from gateway.services import current_services
 
 bp = Blueprint("motions", __name__)
 
 
 @bp.get("/motions")
 def motions() -> Response:
-    catalogue = gateway().catalogue
+    catalogue = current_services().catalogue
     return jsonify(motions=catalogue.summary, defaults=list(catalogue.defaults))

@@ -5,8 +5,9 @@ import json
 import pytest
 from flask import Flask
 
+from gateway.body import body_limit, read_body
 from gateway.errors import BadRequest, PayloadTooLarge, UnknownMotion, UnsupportedMediaType
-from gateway.parsing import AnimateOptions, body_limit, parse_animate_request, parse_options
+from gateway.parsing import AnimateOptions, parse_animate_request, parse_options, read_upload
 
 KNOWN = ["dab", "jumping", "wave_hello", "zombie"]
 DEFAULT = ("dab", "jumping")
@@ -15,14 +16,18 @@ LIMIT = 1000
 KEYPOINTS = [[float(i), float(2 * i)] for i in range(17)]
 
 app = Flask(__name__)
-app.config["MAX_CONTENT_LENGTH"] = body_limit(LIMIT)
+app.config["MAX_CONTENT_LENGTH"] = body_limit("", LIMIT)
 
 
 def parse(path: str = "/animate", **kw):
+    """As the route does: receive the body, read its form, parse the options."""
     with app.test_request_context(path, method="POST", **kw):
         from flask import request
 
-        return parse_animate_request(request, LIMIT, KNOWN, DEFAULT)
+        limit = body_limit(request.mimetype, LIMIT)
+        body = read_body(request, limit, timeout_s=5)
+        upload = read_upload(body, request.mimetype, request.mimetype_params, LIMIT)
+        return parse_animate_request(upload, request.args.to_dict(), KNOWN, DEFAULT)
 
 
 def test_raw_body():
@@ -37,6 +42,18 @@ def test_multipart_fields(field):
                 content_type="multipart/form-data")  # fmt: skip
     assert job.image == IMAGE
     assert job.options.size == 128 and job.options.motions == ("zombie",)
+
+
+def test_other_multipart_files_are_kept_beside_the_image():
+    with app.test_request_context(
+        "/animate", method="POST", content_type="multipart/form-data",
+        data={"image": (io.BytesIO(IMAGE), "d.png"), "bvh": (io.BytesIO(b"HIERARCHY"), "m.bvh")},
+    ):  # fmt: skip
+        from flask import request
+
+        body = request.get_data()
+        upload = read_upload(body, request.mimetype, request.mimetype_params, LIMIT)
+    assert upload.image == IMAGE and upload.files == {"bvh": b"HIERARCHY"}
 
 
 @pytest.mark.parametrize("key", ["file", "image"])
@@ -118,6 +135,7 @@ def test_unknown_motion_names_the_known_ones():
         ({"data": {"other": (io.BytesIO(IMAGE), "a.png")}, "content_type": "multipart/form-data"},
          BadRequest),
         ({"data": b"", "content_type": "image/png"}, BadRequest),
+        ({"data": b"--x\r\nbroken", "content_type": "multipart/form-data"}, BadRequest),
     ],
 )  # fmt: skip
 def test_bad_bodies(kw, error):
@@ -132,7 +150,7 @@ def test_bad_bodies(kw, error):
         {"json": {"file": base64.b64encode(b"x" * (LIMIT + 10)).decode()}},
         {"data": {"image": (io.BytesIO(b"x" * (LIMIT + 1)), "a.png")},
          "content_type": "multipart/form-data"},
-        {"data": b"x" * (body_limit(LIMIT) + 1), "content_type": "application/json"},
+        {"data": b"x" * (body_limit("application/json", LIMIT) + 1), "content_type": "application/json"},
     ],
 )  # fmt: skip
 def test_uploads_over_the_limit(kw):
@@ -154,5 +172,5 @@ def test_streamed_body_is_cut_off_at_the_limit():
         from flask import request
 
         with pytest.raises(PayloadTooLarge):
-            parse_animate_request(request, LIMIT, KNOWN, DEFAULT)
+            read_body(request, LIMIT, timeout_s=5)
     assert next(chunks) == b"never read"

@@ -5,7 +5,7 @@ import gevent
 import pytest
 
 from gateway.admission import Admission
-from gateway.cpu_pool import CpuPool, WorkerCrashed
+from gateway.cpu_pool import CpuPool, NoWorkerFree, WorkerCrashed
 from gateway.errors import ClientGone, NoCharacterDetected, Overloaded
 from tests.gateway import pool_tasks
 
@@ -93,9 +93,11 @@ def test_admission_queues_then_refuses_with_retry_after():
 
     first = gevent.spawn(hold, "first", 0.3)
     gevent.sleep(0)
+    assert not admission.full
     second = gevent.spawn(hold, "second", 0)
     gevent.sleep(0)
     assert admission.active == 1 and admission.waiting == 1
+    assert admission.full  # the route refuses before reading a body now
     with pytest.raises(Overloaded) as refused:
         with admission.admit():
             pass
@@ -117,6 +119,35 @@ def test_admission_gives_up_after_waiting_too_long():
         with admission.admit():
             pass
     holder.kill()
+
+
+def test_admission_says_how_long_a_slot_took():
+    admission = Admission(slots=1, queue=1, wait_s=5, retry_after_s=1)
+
+    def wait_for_a_slot() -> float:
+        with admission.admit() as waited:
+            return waited
+
+    with admission.admit() as waited:
+        assert waited < 0.05
+        queued = gevent.spawn(wait_for_a_slot)
+        gevent.sleep(0.2)
+    assert 0.15 < queued.get(timeout=1) < 1.0
+
+
+def test_the_pool_waits_for_a_worker_only_as_long_as_it_is_told():
+    small = CpuPool(1, wait_s=0.3)
+    small.wait_ready()
+    try:
+        busy = gevent.spawn(small.run, pool_tasks.pid_after, 2.0)
+        gevent.sleep(0.1)
+        started = time.monotonic()
+        with pytest.raises(NoWorkerFree):
+            small.run(pool_tasks.pid_after, 0)
+        assert 0.25 < time.monotonic() - started < 1.0
+        busy.get(timeout=5)
+    finally:
+        small.close()
 
 
 def test_a_worker_that_died_while_idle_is_skipped(pool):

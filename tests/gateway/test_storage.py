@@ -1,3 +1,4 @@
+import shutil
 import uuid
 
 import pytest
@@ -10,25 +11,28 @@ SHA = "ab" * 32
 OPTIONS = {"size": 256, "fps": 15, "keypoints": None, "bbox": None}
 
 
-def test_keys_depend_on_image_options_and_motion_only():
-    key = animation_key(SHA, OPTIONS, "dab")
-    assert key == animation_key(SHA, dict(reversed(OPTIONS.items())), "dab")
-    assert key.endswith("/dab.gif") and key[:2] == key.split("/")[1][:2]
+def test_keys_depend_on_image_fields_and_motion_only():
+    key = animation_key(SHA, OPTIONS, "dab", "v1")
+    assert key == animation_key(SHA, dict(reversed(OPTIONS.items())), "dab", "v1")
+    assert key.endswith("/v1/dab.gif") and key[:2] == key.split("/")[1][:2]
     others = {
-        animation_key("cd" * 32, OPTIONS, "dab"),
-        animation_key(SHA, {**OPTIONS, "size": 128}, "dab"),
-        animation_key(SHA, {**OPTIONS, "fps": 10}, "dab"),
-        animation_key(SHA, {**OPTIONS, "bbox": (1, 2, 3, 4)}, "dab"),
-        animation_key(SHA, {**OPTIONS, "keypoints": ((1.0, 2.0),) * 17}, "dab"),
+        animation_key("cd" * 32, OPTIONS, "dab", "v1"),
+        animation_key(SHA, {**OPTIONS, "size": 128}, "dab", "v1"),
+        animation_key(SHA, {**OPTIONS, "fps": 10}, "dab", "v1"),
+        animation_key(SHA, {**OPTIONS, "bbox": (1, 2, 3, 4)}, "dab", "v1"),
+        animation_key(SHA, {**OPTIONS, "keypoints": ((1.0, 2.0),) * 17}, "dab", "v1"),
+        animation_key(SHA, {**OPTIONS, "models": {"pose": "1.0.a"}}, "dab", "v1"),
+        animation_key(SHA, {**OPTIONS, "renderer": "c0ffee"}, "dab", "v1"),
+        animation_key(SHA, OPTIONS, "dab", "v2"),
     }
-    assert key not in others and len(others) == 5
+    assert key not in others and len(others) == 8
     # The motions of one request share a folder, so one listing shows them together.
-    assert animation_key(SHA, OPTIONS, "zombie").rsplit("/", 1)[0] == key.rsplit("/", 1)[0]
+    assert animation_key(SHA, OPTIONS, "zombie", "v7").split("/")[:2] == key.split("/")[:2]
 
 
 def test_file_storage_writes_atomically_and_builds_urls(tmp_path):
     storage = FileStorage(tmp_path / "gifs")
-    key = animation_key(SHA, OPTIONS, "dab")
+    key = animation_key(SHA, OPTIONS, "dab", "v1")
     assert storage.missing() is None and not storage.exists(key)
     storage.put(key, b"GIF89a...")
     assert storage.exists(key) and (tmp_path / "gifs" / key).read_bytes() == b"GIF89a..."
@@ -51,7 +55,14 @@ def test_file_storage_failure_is_storage_unavailable(tmp_path):
     storage = FileStorage(tmp_path / "gifs")
     assert storage.missing() is not None
     with pytest.raises(StorageUnavailable):
-        storage.put(animation_key(SHA, OPTIONS, "dab"), b"x")
+        storage.put(animation_key(SHA, OPTIONS, "dab", "v1"), b"x")
+
+
+def test_file_storage_is_not_ready_below_its_free_space_floor(tmp_path):
+    free = shutil.disk_usage(tmp_path).free
+    assert FileStorage(tmp_path, min_free_bytes=0).missing() is None
+    problem = FileStorage(tmp_path, min_free_bytes=free + 2**40).missing()
+    assert "STORAGE_MIN_FREE_BYTES" in problem and str(tmp_path) in problem
 
 
 def test_open_storage_picks_the_backend(tmp_path):
@@ -71,7 +82,7 @@ def test_s3_storage_round_trip_with_presigned_urls(s3_server, monkeypatch):
     s3_server.create_bucket(bucket)
     storage = open_storage(f"s3://{bucket}/anim", endpoint_url=s3_server.endpoint_url,
                            presign_expiry_s=60)  # fmt: skip
-    key = animation_key(SHA, OPTIONS, "dab")
+    key = animation_key(SHA, OPTIONS, "dab", "v1")
     assert storage.missing() is None and not storage.exists(key)
     storage.put(key, b"GIF89a-bytes")
     assert storage.exists(key)
@@ -97,3 +108,18 @@ def test_s3_storage_missing_bucket_or_server(s3_server, monkeypatch):
     assert down.missing() is not None
     with pytest.raises(StorageUnavailable):
         down.exists("aa/k/dab.gif")
+
+
+@pytest.mark.integration
+def test_s3_readiness_is_a_real_write_whose_answer_is_reused_briefly(s3_server, monkeypatch):
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    bucket = f"late-{uuid.uuid4().hex[:8]}"
+    storage = open_storage(f"s3://{bucket}/anim", endpoint_url=s3_server.endpoint_url)
+    assert "takes no write" in storage.missing()
+    s3_server.create_bucket(bucket)
+    assert "takes no write" in storage.missing()  # asked again only after WRITE_CHECK_TTL_S
+    monkeypatch.setattr("gateway.storage.WRITE_CHECK_TTL_S", 0.0)
+    assert storage.missing() is None
+    listed = s3_server.client().list_objects_v2(Bucket=bucket)["Contents"]
+    assert [o["Key"] for o in listed] == ["anim/.ready-check"]  # the write it made

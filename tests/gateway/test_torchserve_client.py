@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from gateway.config import ModelRole
-from gateway.errors import ModelUnavailable, NoCharacterDetected, PoseNotFound
+from gateway.errors import (
+    ImageTooLarge,
+    InvalidImage,
+    ModelUnavailable,
+    NoCharacterDetected,
+    PoseNotFound,
+    UnsupportedMediaType,
+)
 from gateway.torchserve_client import TorchServeClient
 from tests.support.http import JSONHandler
 from tests.support.s3 import free_port
@@ -76,6 +83,43 @@ def test_malformed_or_failed_replies_are_model_unavailable(server):
         replies.by_path["/predictions/det"] = reply
         with pytest.raises(ModelUnavailable):
             client.detect(b"jpeg")
+
+
+def test_a_handler_refusing_the_image_is_the_clients_error_and_no_model_error(server):
+    replies, client = server
+    errors = []
+    client._on_error = lambda role, kind: errors.append(kind)
+    for status, kind, error in [(400, "InvalidImage", InvalidImage),
+                                (413, "ImageTooLarge", ImageTooLarge),
+                                (415, "UnsupportedImage", UnsupportedMediaType)]:  # fmt: skip
+        reason = f"{kind}: image is 1200x20: sides further apart than 50:1"
+        replies.by_path["/predictions/pose"] = (status, {"code": status, "type": kind,
+                                                         "message": reason})  # fmt: skip
+        with pytest.raises(error) as refused:
+            client.pose(b"jpeg")
+        assert refused.value.status == status and reason in refused.value.message
+    assert errors == []
+    # TorchServe's front end refusing *us* (token auth, no such model) is ours to fix: a 503.
+    for status, kind in [(400, "InvalidKeyException"), (404, "ModelNotFoundException")]:
+        replies.by_path["/predictions/pose"] = (status, {"code": status, "type": kind,
+                                                         "message": "no"})  # fmt: skip
+        with pytest.raises(ModelUnavailable):
+            client.pose(b"jpeg")
+    assert errors == ["http_400", "http_404"]
+
+
+def test_versions_come_from_the_management_api_and_are_kept_while_it_is_down(server, monkeypatch):
+    replies, client = server
+    replies.by_path["/models/det"] = (200, [{"modelName": "det", "modelVersion": "1.0.aa"}])
+    # The pose model was never described: its calls will fail or tell, its key says so.
+    assert client.versions(["detector", "pose"]) == {"detector": "1.0.aa", "pose": "unknown"}
+    assert client.versions([]) == {}
+    replies.by_path["/models/pose"] = (200, [{"modelName": "pose", "modelVersion": "2.0"}])
+    assert client.versions(["pose"]) == {"pose": "unknown"}  # read again only after the TTL
+    monkeypatch.setattr("gateway.torchserve_client.VERSIONS_TTL_S", 0.0)
+    assert client.versions(["pose"]) == {"pose": "2.0"}
+    replies.by_path.clear()  # the management API answers 404 for everything now
+    assert client.versions(["detector", "pose"]) == {"detector": "1.0.aa", "pose": "2.0"}
 
 
 def test_pose_keypoints_and_confidence(server):

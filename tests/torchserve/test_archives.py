@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -44,6 +45,10 @@ def test_archive_carries_handler_model_code_and_weights(model_store, name):
     needed = {path for path in code if path.split("/")[1] in ("handlers", "model")}
     assert needed <= files
     assert not any(path.startswith(("torchserve/synth", "torchserve/training")) for path in files)
+    # The decoding policy shared with the gateway, so the handlers import it from the archive.
+    assert {"animation/__init__.py", "animation/images.py"} <= files
+    assert manifest["model"]["configFile"] in files  # workers and batching
+    assert re.fullmatch(r"1\.0\.[0-9a-f]{12}", manifest["model"]["modelVersion"])
     assert not any("__pycache__" in path for path in files)
 
 

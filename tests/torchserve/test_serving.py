@@ -239,3 +239,19 @@ def test_start_script_fails_with_the_log_tail_when_torchserve_cannot_start(tmp_p
     assert started.returncode != 0
     assert "exited during start-up" in started.stderr and "ts_log.log" in started.stderr
     assert processes_of(instance.state_dir) == []
+
+
+def test_handlers_decode_with_the_policy_their_archive_carries(torchserve_server):
+    """The archive's copy of animation/images.py is what the workers import, not this
+    checkout's (a TorchServe image has no `animation` of its own)."""
+    log = (torchserve_server.log_dir / "model_log.log").read_text(errors="replace")
+    loaded = re.findall(r"(\w+) loaded from .* image decoding policy from (\S+)", log)
+    assert {model for model, _ in loaded} >= {DETECTOR, POSE}
+    for _, path in loaded:
+        assert path.endswith("/animation/images.py")
+        assert Path(path).is_relative_to(torchserve_server.temp_dir), path  # unpacked archive
+    # ...and it is the policy: a line 60 times longer than thick is refused in its words.
+    line = predict(torchserve_server, DETECTOR, encode(np.full((20, 1200, 3), 255, np.uint8)))
+    assert line.status_code == 400
+    assert line.json() == {"code": 400, "type": "InvalidImage",
+                           "message": "image is 1200x20: sides further apart than 50:1"}  # fmt: skip

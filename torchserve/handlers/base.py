@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from animation import images as decoding_policy
 from torchserve.handlers.images import RequestError, decode_image, request_body
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,10 @@ class ImageModelHandler(ABC):
         weights = Path(properties["model_dir"]) / context.manifest["model"]["serializedFile"]
         self.model = self.load_model(weights, self.device).eval()
         self.initialized = True
-        logger.info("%s loaded from %s on %s", context.model_name, weights.name, self.device)
+        logger.info(
+            "%s loaded from %s on %s; image decoding policy from %s",
+            context.model_name, weights.name, self.device, decoding_policy.__file__,
+        )  # fmt: skip
 
     def handle(self, data: list[dict], context) -> list[Any]:
         batch = self.preprocess(data)

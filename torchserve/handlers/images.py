@@ -2,22 +2,18 @@
 
 TorchServe hands a handler each request as a dict: a raw body arrives under "body", a
 multipart form field under its own name ("data" is the field AnimatedDrawings' clients use).
+What is accepted, and how it is decoded, is the project's one decoding policy
+(`animation/images.py`, which each model archive carries beside this package).
 """
 
 from __future__ import annotations
 
-import io
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from PIL import Image, ImageOps, UnidentifiedImageError
 
-ACCEPTED_FORMATS = ("PNG", "JPEG", "WEBP")
-# Same default as the gateway's MAX_PIXELS; checked from the header, before any pixel is decoded.
-MAX_PIXELS = 40_000_000
-# Longer side / shorter side: beyond this a letterboxed input would be under 3 pixels thick.
-MAX_ASPECT = 50
+from animation import images
+
 BODY_FIELDS = ("data", "body")
 
 
@@ -54,54 +50,9 @@ def request_body(request: dict) -> bytes:
     )
 
 
-def decode_image(body: bytes, max_pixels: int = MAX_PIXELS) -> np.ndarray:
-    """Decode PNG/JPEG/WebP bytes to an upright (EXIF-applied) RGB uint8 array of shape (H, W, 3)."""
-    if not body:
-        raise RequestError(400, "InvalidImage", "empty body: expected PNG, JPEG or WebP bytes")
+def decode_image(body: bytes, max_pixels: int = images.MAX_PIXELS) -> np.ndarray:
+    """PNG/JPEG/WebP bytes -> upright RGB uint8 (H, W, 3), by the shared decoding policy."""
     try:
-        with warnings.catch_warnings():
-            # Our own pixel limit below replaces Pillow's decompression-bomb warning.
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(body))
-    except Image.DecompressionBombError:  # Pillow's own hard limit, far above ours
-        raise RequestError(
-            413, "ImageTooLarge", f"image has more than {max_pixels} pixels"
-        ) from None
-    except UnidentifiedImageError:
-        raise RequestError(400, "InvalidImage", "not a PNG, JPEG or WebP image") from None
-    if image.format not in ACCEPTED_FORMATS:
-        raise RequestError(
-            415,
-            "UnsupportedMediaType",
-            f"{image.format} images are not accepted: send PNG, JPEG or WebP",
-        )
-    width, height = image.size
-    if width * height > max_pixels:
-        raise RequestError(
-            413, "ImageTooLarge", f"image is {width}x{height}, more than {max_pixels} pixels"
-        )
-    if max(width, height) > MAX_ASPECT * min(width, height):
-        raise RequestError(
-            400,
-            "InvalidImage",
-            f"image is {width}x{height}: sides further apart than {MAX_ASPECT}:1",
-        )
-    try:
-        image.load()
-        image = ImageOps.exif_transpose(image)
-    except (OSError, SyntaxError, ValueError):
-        raise RequestError(400, "InvalidImage", "truncated or corrupt image data") from None
-    return to_rgb(image)
-
-
-def to_rgb(image: Image.Image) -> np.ndarray:
-    """RGB uint8 for any Pillow mode: transparency goes onto white paper, 16-bit scales down."""
-    if image.mode in ("I;16", "I;16B", "I;16L", "I"):
-        wide = np.asarray(image, dtype=np.uint32)
-        peak = 65535 if image.mode.startswith("I;16") or wide.max() > 255 else 255
-        image = Image.fromarray((wide * 255 // peak).astype(np.uint8))
-    if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
-        rgba = image.convert("RGBA")
-        paper = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        image = Image.alpha_composite(paper, rgba)
-    return np.asarray(image.convert("RGB"), dtype=np.uint8)
+        return images.decode_image(body, max_pixels).rgb
+    except images.ImageRejected as rejected:
+        raise RequestError(rejected.status, type(rejected).__name__, str(rejected)) from None

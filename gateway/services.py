@@ -1,0 +1,87 @@
+"""The services one worker process shares between its requests, and how a route reaches them.
+
+`create_app` builds a `Services` and keeps it in `app.extensions`; a route, hook or error
+handler asks `current_services()` (Flask's application context, as in Flask's tutorial),
+so nothing imports the app module and the app module imports no route before it wires it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import gevent
+from flask import Flask, current_app
+
+from gateway import metrics
+from gateway.admission import Admission
+from gateway.catalogue import MotionCatalogue
+from gateway.config import Config
+from gateway.cpu_pool import CpuPool
+from gateway.pipeline import AnimationPipeline
+from gateway.storage import Storage, open_storage
+from gateway.torchserve_client import TorchServeClient
+
+EXTENSION = "gateway"
+log = logging.getLogger("gateway.services")
+
+
+@dataclass
+class Services:
+    config: Config
+    models: TorchServeClient
+    storage: Storage
+    pool: CpuPool
+    admission: Admission
+    catalogue: MotionCatalogue
+    pipeline: AnimationPipeline
+
+    @classmethod
+    def build(cls, config: Config) -> Services:
+        """Every service, wired; cheap: no process, connection or file is opened yet."""
+        models = TorchServeClient(
+            config.model_roles(),
+            config.model_timeout_s,
+            on_error=lambda role, kind: metrics.TORCHSERVE_ERRORS.labels(role, kind).inc(),
+        )
+        storage = open_storage(
+            config.storage_url,
+            endpoint_url=config.s3_endpoint_url,
+            public_base_url=config.public_base_url,
+            presign_expiry_s=config.presign_expiry_s,
+            timeout_s=config.storage_timeout_s,
+            min_free_bytes=config.storage_min_free_bytes,
+        )
+        # The pool waits for a worker no longer than admission lets a request queue.
+        pool = CpuPool(config.render_workers, wait_s=config.queue_timeout_s)
+        admission = Admission(
+            config.max_inflight, config.max_queue, config.queue_timeout_s, config.retry_after_s
+        )
+        catalogue = MotionCatalogue(config.default_motions)
+        pipeline = AnimationPipeline(config, models, storage, pool, admission, catalogue)
+        return cls(config, models, storage, pool, admission, catalogue, pipeline)
+
+    def start(self) -> None:
+        """Start the render workers, load the motion table and learn the models' versions
+        (in the background: TorchServe may still be loading) before the first request."""
+        self.pool.start()
+        problem = self.catalogue.missing()
+        if problem:
+            log.error("motion table unusable: %s", problem)
+        gevent.spawn(self.models.missing_models)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def install(app: Flask, services: Services) -> None:
+    app.extensions[EXTENSION] = services
+
+
+def services_of(app: Flask) -> Services:
+    return app.extensions[EXTENSION]
+
+
+def current_services() -> Services:
+    """The services of the app handling the current request (needs an app context)."""
+    return services_of(current_app)
