@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,8 @@ import yaml
 
 from animation.bvh import BVH, BVHError, load_bvh, rest_positions
 
-BVH_DIR = Path(__file__).resolve().parent.parent / "bvh"
+# The shipped motions: `bvh/` in the checkout, installed as this package (see setup.py).
+BVH_DIR = Path(str(resources.files("animation.shipped_motions")))
 MOTION_TABLE = BVH_DIR / "motions.yaml"
 
 UP_AXES = ("x", "y", "z")
