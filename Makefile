@@ -6,10 +6,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MODEL_STORE := torchserve/model-store
 
-.PHONY: run test lint models bench sysdeps clean
+.PHONY: run test lint venv models bench sysdeps clean
 
 # The venv is (re)installed whenever the package metadata changes.
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.py setup.cfg pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip wheel setuptools
 	$(BIN)/python -m pip install -q -e '.[gateway,model,dev]'
@@ -19,7 +19,7 @@ venv: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check animation gateway torchserve tests bvh
+	$(BIN)/ruff format --check animation gateway torchserve tests bvh setup.py
 
 # --- model archives (torchserve/) -------------------------------------------
 # Each archive is rebuilt when its handler, the model code or its weights change.

@@ -26,6 +26,7 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 
 import yaml
@@ -36,7 +37,8 @@ from animation.roles import ROLES, RoleError, bone_map, find_roles
 from animation.roles import joint_role as joint_role  # re-exported: a motion's joint names
 from animation.timing import ClipPlan, plan_clip
 
-BVH_DIR = Path(__file__).resolve().parent.parent / "bvh"
+# The shipped motions: `bvh/` in the checkout, installed as this package (see setup.py).
+BVH_DIR = Path(str(resources.files("animation.shipped_motions")))
 MOTION_TABLE = BVH_DIR / "motions.yaml"
 
 UP_AXES = ("x", "y", "z")

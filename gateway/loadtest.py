@@ -25,6 +25,7 @@ cores away from it, so the table also prints how many cores everything else used
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import json
 import os
@@ -480,6 +481,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
     if not args.levels or min(args.levels) < 1:
         p.error("--concurrency needs positive integers")
+    if args.plot and importlib.util.find_spec("matplotlib") is None:  # before, not after a run
+        p.error("--plot needs matplotlib: pip install 'drawn-animation[plot]'")
     return args
 
 

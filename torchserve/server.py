@@ -111,6 +111,15 @@ class TorchServe:
     # --- lifecycle -------------------------------------------------------------
     def start(self, timeout: float = 180.0) -> None:
         """Launch TorchServe in a new process group and return once every model is READY."""
+        self.launch()
+        try:
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def launch(self) -> int:
+        """Start TorchServe in a new process group and return its id at once (not yet READY)."""
         if self.pid is not None:
             raise TorchServeError(f"TorchServe already running (pid {self.pid}); stop it first")
         missing = [m for m in self.models if not (self.model_store / f"{m}.mar").is_file()]
@@ -151,11 +160,7 @@ class TorchServe:
                 start_new_session=True,  # its own process group: stop() ends it all at once
             )
         self.pid_file.write_text(str(self.process.pid))
-        try:
-            self.wait_ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
+        return self.process.pid
 
     def wait_ready(self, timeout: float = 180.0) -> None:
         """Block until each model has a READY worker; raise with the log tail if it cannot."""

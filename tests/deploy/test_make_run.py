@@ -1,0 +1,347 @@
+"""`make run` owns its servers: every way of stopping it stops both, and it starts again.
+
+A cycle runs the real `make run` (TorchServe with the project's archives, gunicorn with the
+gevent worker) on free loopback ports with its own state folders, waits for the gateway's
+/ready to answer 200, waits a random moment, stops it one way, then checks that every
+process it had started is gone and that nothing listens on its ports. The next cycle's
+start checks that it starts again every time (and one last start after the last stop).
+
+Ways of stopping it: SIGINT or SIGTERM to the script (the supervisor), SIGTERM to the whole
+process group (what `timeout`, a CI job or a process manager sends), SIGHUP to the group
+(the terminal closed), SIGKILL to its parent (`make`) and SIGKILL to the script itself.
+
+One cycle takes 10-15 s on a quiet 2-core machine (TorchServe loads two models), so the
+suite runs MAKE_RUN_STOP_CYCLES=1 cycle per way; the issue's ten per way:
+    MAKE_RUN_STOP_CYCLES=10 .venv/bin/python -m pytest tests/deploy/test_make_run.py -s
+(-s prints each cycle's start and stop times; MAKE_RUN_STOP_SEED repeats a run's moments).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+import requests
+
+from torchserve.server import (
+    DEFAULT_CONFIG,
+    DEFAULT_MODEL_STORE,
+    PORT_KEYS,
+    TorchServe,
+    free_ports,
+    group_alive,
+    write_config,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+CYCLES = int(os.environ.get("MAKE_RUN_STOP_CYCLES", "1"))
+SEED = int(os.environ.get("MAKE_RUN_STOP_SEED", str(random.randrange(1_000_000))))
+WAYS = ("sigint-script", "sigterm-script", "sigterm-group", "sighup-group", "kill-parent",
+        "kill-script")  # fmt: skip
+READY_TIMEOUT_S = 180.0
+GONE_TIMEOUT_S = 60.0  # the gateway drains (nothing in flight here), TorchServe stops
+
+
+@dataclass
+class Instance:
+    """The environment of one `make run` of this checkout, on ports nobody else uses."""
+
+    root: Path
+    env: dict[str, str]
+    gateway_port: int
+    torchserve_ports: list[int]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.gateway_port}"
+
+    def ports(self) -> list[int]:
+        return [self.gateway_port, *self.torchserve_ports]
+
+    def torchserve(self) -> TorchServe:
+        return TorchServe(
+            Path(self.env["TS_CONFIG"]), DEFAULT_MODEL_STORE, Path(self.env["TS_STATE_DIR"])
+        )
+
+
+def new_instance(root: Path) -> Instance:
+    ports = free_ports(len(PORT_KEYS) + 1)
+    ts_ports = dict(zip(PORT_KEYS, ports[1:], strict=True))
+    config = write_config(DEFAULT_CONFIG, root / "config.properties", ts_ports, DEFAULT_MODEL_STORE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    env.update(
+        GUNICORN_BIND=f"127.0.0.1:{ports[0]}",
+        TS_CONFIG=str(config),
+        TS_STATE_DIR=str(root / "torchserve"),
+        RUN_STATE_DIR=str(root / "make-run"),
+        STORAGE_URL=f"file://{root / 'animations'}",
+        RENDER_WORKERS="1",
+    )
+    return Instance(root, env, ports[0], ports[1:])
+
+
+class MakeRun:
+    """One `make run`, in its own process group, its output in a file."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.log = instance.root / f"make-run-{time.monotonic_ns()}.log"
+        with self.log.open("wb") as out:
+            self.make = subprocess.Popen(
+                ["make", "--no-print-directory", "run"], cwd=REPO, env=instance.env,
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_ready(self) -> float:
+        """Seconds until /ready answered 200."""
+        start = time.monotonic()
+        while time.monotonic() - start < READY_TIMEOUT_S:
+            if self.make.poll() is not None:
+                raise AssertionError(f"make run exited {self.make.returncode}:\n{self.tail()}")
+            try:
+                if requests.get(f"{self.instance.url}/ready", timeout=2).status_code == 200:
+                    return time.monotonic() - start
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"make run not ready in {READY_TIMEOUT_S} s:\n{self.tail()}")
+
+    def supervisor(self) -> psutil.Process:
+        for proc in psutil.Process(self.make.pid).children():
+            if proc.cmdline()[-1:] == ["torchserve.run_local"]:
+                return proc
+        raise AssertionError(f"no supervisor under make:\n{self.tail()}")
+
+    def processes(self) -> list[psutil.Process]:
+        """make, the supervisor, its watchdog and both servers with all their children."""
+        try:
+            make = psutil.Process(self.make.pid)
+            return [make, *make.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.output().splitlines()[-lines:])
+
+    def stop(self, way: str) -> None:
+        supervisor = self.supervisor()
+        if way == "sigint-script":
+            supervisor.send_signal(signal.SIGINT)
+        elif way == "sigterm-script":
+            supervisor.send_signal(signal.SIGTERM)
+        elif way == "sigterm-group":
+            os.killpg(self.make.pid, signal.SIGTERM)
+        elif way == "sighup-group":
+            os.killpg(self.make.pid, signal.SIGHUP)
+        elif way == "kill-parent":
+            self.make.kill()
+        elif way == "kill-script":
+            supervisor.kill()
+        else:
+            raise ValueError(way)
+
+    def kill_everything(self) -> None:
+        """After a failed test: nothing of this run may outlive it."""
+        for proc in self.processes():
+            for pgid in {_pgid(proc.pid)} - {None, os.getpgid(0)}:
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except OSError:
+                    pass
+        self.make.wait(timeout=10)
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_all_gone(procs: list[psutil.Process], ports: list[int], timeout: float) -> float:
+    """Seconds until none of `procs` runs and no port listens; AssertionError naming them."""
+    start = time.monotonic()
+    while True:
+        alive = [p for p in procs if _alive(p)]
+        open_ports = [port for port in ports if listening(port)]
+        if not alive and not open_ports:
+            return time.monotonic() - start
+        if time.monotonic() - start > timeout:
+            names = [f"{p.pid} {' '.join(p.cmdline())[:100]}" for p in alive if _alive(p)]
+            raise AssertionError(f"left running: {names}; listening: {open_ports}")
+        time.sleep(0.1)
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@pytest.fixture(scope="module")
+def prerequisites_built() -> None:
+    """make run builds .venv and the archives first when they are stale: not in a test."""
+    targets = [".venv/.installed", *(str(p) for p in DEFAULT_MODEL_STORE.glob("*.mar"))]
+    up_to_date = subprocess.run(["make", "-q", *targets], cwd=REPO, capture_output=True)
+    if len(targets) < 3 or up_to_date.returncode != 0:
+        pytest.fail("make run would rebuild .venv or the model archives: run `make venv models`")
+
+
+@pytest.fixture
+def instance(tmp_path: Path, prerequisites_built: None) -> Iterator[Instance]:
+    yield new_instance(tmp_path)
+
+
+@pytest.fixture
+def make_runs(instance: Instance) -> Iterator[list[MakeRun]]:
+    """Every MakeRun a test starts; whatever is left of them is killed at the end."""
+    runs: list[MakeRun] = []
+    try:
+        yield runs
+    finally:
+        for run in runs:
+            if run.make.poll() is None:
+                run.kill_everything()
+        instance.torchserve().kill()
+        gateway_pid = Path(instance.env["RUN_STATE_DIR"]) / "gateway.pid"
+        if gateway_pid.is_file() and group_alive(pgid := int(gateway_pid.read_text())):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def start(instance: Instance, runs: list[MakeRun]) -> MakeRun:
+    runs.append(MakeRun(instance))
+    return runs[-1]
+
+
+@pytest.mark.timeout(150 * (CYCLES * len(WAYS) + 1))
+def test_every_way_of_stopping_make_run_stops_both_servers(instance, make_runs):
+    rng = random.Random(SEED)
+    ways = [way for _ in range(CYCLES) for way in WAYS]
+    rng.shuffle(ways)
+    print(f"\nseed {SEED}; {len(ways)} cycles")
+    for i, way in enumerate([*ways, "sigint-script"]):
+        run = start(instance, make_runs)
+        ready_s = run.wait_ready()
+        started = run.processes()
+        ts_group = instance.torchserve().pid
+        assert ts_group is not None and any(p.pid == ts_group for p in started)
+        moment = rng.uniform(0.0, 2.0)
+        time.sleep(moment)
+        stopped_at = time.monotonic()
+        run.stop(way)
+        if way != "kill-parent":
+            run.make.wait(timeout=GONE_TIMEOUT_S)
+        gone_s = wait_all_gone(started, instance.ports(), GONE_TIMEOUT_S)
+        assert not group_alive(ts_group)
+        print(f"cycle {i:2d} {way:15s} ready {ready_s:5.1f} s, stopped {moment:.2f} s later, "
+              f"all gone {time.monotonic() - stopped_at:5.1f} s after ({gone_s:.1f} s after make)")  # fmt: skip
+        if way in ("sigint-script", "sigterm-script"):
+            assert "stopped." in run.output(), run.tail()
+
+
+@pytest.mark.timeout(400)
+def test_leftovers_of_this_checkout_are_replaced_and_a_running_one_is_not(instance, make_runs):
+    # What an earlier run that died without its watchdog leaves: TorchServe in the state
+    # folder, a gateway whose pid the run's state folder holds.
+    env = instance.env
+    subprocess.run([REPO / "torchserve" / "start.sh"], env=env, check=True, timeout=200,
+                   capture_output=True)  # fmt: skip
+    old_torchserve = instance.torchserve().pid
+    old_gateway = subprocess.Popen(
+        [str(REPO / ".venv" / "bin" / "python"), "-m", "gateway"], cwd=REPO, env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    Path(env["RUN_STATE_DIR"]).mkdir(parents=True, exist_ok=True)
+    (Path(env["RUN_STATE_DIR"]) / "gateway.pid").write_text(f"{old_gateway.pid}\n")
+    try:
+        deadline = time.monotonic() + 60
+        while not listening(instance.gateway_port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        run = start(instance, make_runs)
+        run.wait_ready()
+        out = run.output()
+        assert (
+            f"stopping the gateway an earlier `make run` left running (pid {old_gateway.pid})"
+            in out
+        )
+        assert (
+            f"stopping the TorchServe an earlier `make run` left running (pid {old_torchserve})"
+            in out
+        )
+        assert old_gateway.poll() is not None and not group_alive(old_torchserve)
+        assert instance.torchserve().pid not in (None, old_torchserve)
+
+        # A second make run of the same checkout while this one runs: told, nothing touched.
+        second = start(instance, make_runs)
+        assert second.make.wait(timeout=60) != 0
+        supervisor = run.supervisor().pid
+        assert (
+            f"another `make run` of this checkout is running (pid {supervisor})" in second.output()
+        )
+        assert f"kill {supervisor}" in second.output()
+        assert requests.get(f"{instance.url}/ready", timeout=5).status_code == 200
+
+        started = run.processes()
+        run.stop("sigint-script")
+        run.make.wait(timeout=GONE_TIMEOUT_S)
+        wait_all_gone(started, instance.ports(), 10)
+    finally:
+        old_gateway.kill()
+        old_gateway.wait()
+
+
+def test_a_stranger_on_the_gateway_port_is_named_with_the_command_that_stops_it(
+    instance, make_runs
+):
+    with socket.socket() as stranger:
+        stranger.bind(("127.0.0.1", instance.gateway_port))
+        stranger.listen()
+        run = start(instance, make_runs)
+        assert run.make.wait(timeout=60) != 0
+    out = run.output()
+    assert (
+        f"127.0.0.1:{instance.gateway_port} (the gateway's address) is taken by pid {os.getpid()}"
+        in out
+    )
+    assert f"Stop it with: kill {os.getpid()}" in out
+    assert f"GUNICORN_BIND=127.0.0.1:{instance.gateway_port + 1} make run" in out
+    assert instance.torchserve().pid is None  # nothing was started
+
+
+def test_a_stranger_on_a_torchserve_port_is_named_with_the_command_that_stops_it(
+    instance, make_runs
+):
+    port = instance.torchserve_ports[1]  # the management API
+    with socket.socket() as stranger:
+        stranger.bind(("127.0.0.1", port))
+        stranger.listen()
+        run = start(instance, make_runs)
+        assert run.make.wait(timeout=60) != 0
+    out = run.output()
+    assert f"127.0.0.1:{port} (management_address in {instance.env['TS_CONFIG']})" in out
+    assert f"is taken by pid {os.getpid()}" in out
+    assert f"Stop it with: kill -TERM -- -{os.getpgid(0)}" in out
+    assert instance.torchserve().pid is None and not listening(instance.gateway_port)
