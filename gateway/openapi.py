@@ -149,7 +149,7 @@ def _error_responses(statuses: set[int]) -> dict:
     return out
 
 
-DRAWING_ERRORS = {400, 401, 408, 413, 415, 422, 500, 503, 504}
+DRAWING_ERRORS = {400, 401, 405, 408, 413, 415, 422, 500, 503, 504}
 
 
 def _drawing_operation(summary: str, description: str, options: type, answer: dict) -> dict:
@@ -184,7 +184,8 @@ def _json(description: str, schema: dict) -> dict:
 
 
 def _get(summary: str, answer: dict, statuses: set[int] = frozenset()) -> dict:
-    return {"summary": summary, "responses": {"200": answer, **_error_responses(set(statuses))}}
+    responses = _error_responses({405, *statuses})
+    return {"summary": summary, "responses": {"200": answer, **responses}}
 
 
 def _operations() -> dict[tuple[str, str], dict]:
@@ -288,6 +289,9 @@ def routes(app: Flask) -> list[tuple[str, str]]:
 
 def build(app: Flask) -> dict:
     """The document for `app`: every route it serves, or a KeyError naming one undescribed."""
+    undescribed = [code for code in error_codes() if code not in ERROR_WORDS]
+    if undescribed:
+        raise KeyError(f"error codes without words in gateway/openapi.py: {undescribed}")
     operations = _operations()
     paths: dict[str, dict] = {}
     for rule, method in routes(app):
