@@ -276,3 +276,35 @@ def test_the_page_carries_its_security_headers(gateway):
     api = requests.get(f"{gateway.url}/motions", timeout=5)
     assert api.status_code == 200 and api.headers["Content-Type"] == "application/json"
     assert api.headers["Content-Security-Policy"].startswith("default-src 'none'")
+
+
+REAL_PHOTO = Path(__file__).resolve().parents[2].parent / "shared" / "real-dev" / "char4" / "original_img.png"  # fmt: skip
+
+
+def test_a_real_phone_photo(browser, gateway):
+    """A 3024x4032 phone photo of a real child's drawing (AnimatedDrawings' example, beside
+    the checkout): the joints land where /annotate put them, and it animates."""
+    if not REAL_PHOTO.exists():
+        pytest.skip(f"{REAL_PHOTO} is missing: the real drawings live beside the checkout")
+    browser.set_window_size(1100, 1300)
+    open_page(browser, gateway.url)
+    upload(browser, REAL_PHOTO)
+    wait(browser, joints_shown)
+    expected = requests.post(f"{gateway.url}/annotate", data=REAL_PHOTO.read_bytes(),
+                             headers={"Content-Type": "image/png"}, timeout=60).json()  # fmt: skip
+    assert expected["image"] == {"width": 3024, "height": 4032}
+    shown = joints(browser)
+    for name, point in zip(COCO_KEYPOINTS, expected["keypoints"], strict=True):
+        assert np.linalg.norm(np.subtract(shown[name], point[:2])) < 0.05 * 4032, name
+    browser.execute_script("document.getElementById('edit').scrollIntoView()")
+    screenshot(browser, "page-real.png")
+    for button in browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion]"):
+        if (button.get_attribute("aria-pressed") == "true") != (button.get_attribute("data-name") == "wave_hello"):  # fmt: skip
+            button.click()
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
+    wait(browser, lambda d: d.execute_script(
+        "const i = document.querySelector('[data-testid=result] img');"
+        "return i && i.complete && i.naturalWidth > 0"))  # fmt: skip
+    assert not csp_violations(browser)
+    browser.execute_script("document.getElementById('animate-section').scrollIntoView()")
+    screenshot(browser, "page-real-results.png")
