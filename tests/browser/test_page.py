@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +29,7 @@ from tests.support.gateway_server import gateways
 
 pytestmark = pytest.mark.integration
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+SCRATCH = Path(tempfile.gettempdir()) / "page-screenshots"
 KEY = "page-test-key-0123456789"
 # Records what the page sends: each fetch's URL and its form fields (files by name only).
 SPY = """
@@ -106,8 +109,12 @@ def csp_violations(driver) -> list[str]:
 
 
 def screenshot(driver, name: str) -> None:
-    DOCS.mkdir(exist_ok=True)
-    driver.save_screenshot(str(DOCS / name))
+    """Into docs/ with UPDATE_SCREENSHOTS=1 (the README shows them), else a scratch folder,
+    so a test run leaves the checkout as it was (an animation is caught mid-frame)."""
+    folder = DOCS if os.environ.get("UPDATE_SCREENSHOTS") else SCRATCH
+    folder.mkdir(exist_ok=True)
+    assert driver.save_screenshot(str(folder / name))
+    assert Image.open(folder / name).size[0] >= 390
 
 
 def test_upload_fix_a_joint_and_animate(browser, gateway, drawing_file):
