@@ -34,19 +34,21 @@ $(MODEL_STORE)/%.mar: $(ARCHIVE_CODE) | $(STAMP)
 	$(BIN)/python -m torchserve.build_archives --model-store $(@D) $*
 
 # --- system packages the tests need (apt, root only) ------------------------
-# Ceph's radosgw (+ a monitor and an OSD) lets tests/security check real S3 signatures.
+# Ceph's radosgw (+ a monitor and an OSD) lets tests/security check real S3 signatures;
+# Chromium and its driver run the page's browser tests (tests/browser).
 # Installed only when missing and only as root; elsewhere those tests skip and say why.
-SYSDEPS := radosgw ceph-mon ceph-osd
+SYSDEPS := radosgw ceph-mon ceph-osd chromium chromium-driver
 sysdeps:
 	@if command -v radosgw >/dev/null && command -v ceph-mon >/dev/null \
-		&& command -v ceph-osd >/dev/null; then :; \
+		&& command -v ceph-osd >/dev/null && command -v chromium >/dev/null \
+		&& command -v chromedriver >/dev/null; then :; \
 	elif [ "$$(id -u)" != 0 ]; then \
-		echo "sysdeps: not root, not installing $(SYSDEPS); the radosgw tests will skip"; \
+		echo "sysdeps: not root, not installing $(SYSDEPS); the radosgw and browser tests will skip"; \
 	else \
 		echo "sysdeps: installing $(SYSDEPS) from Debian (once, about a minute)"; \
 		export DEBIAN_FRONTEND=noninteractive; \
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends $(SYSDEPS); } \
-			>/dev/null 2>&1 || echo "sysdeps: apt-get failed; the radosgw tests will skip"; \
+			>/dev/null 2>&1 || echo "sysdeps: apt-get failed; the radosgw and browser tests will skip"; \
 	fi
 
 # --- the two commands -------------------------------------------------------

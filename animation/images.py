@@ -68,6 +68,7 @@ class ImageHeader:
 class DecodedImage:
     rgb: np.ndarray  # (H, W, 3) uint8, upright
     scale: float  # rgb pixels per pixel of the upright upload (< 1 when shrunk to max_side)
+    size: tuple[int, int]  # (width, height) of the upright upload, before any shrinking
 
 
 def _open(data: bytes, max_pixels: int) -> tuple[Image.Image, ImageHeader]:
@@ -122,11 +123,11 @@ def decode_image(
         raise InvalidImage("truncated or corrupt image data") from None
     rgb = to_rgb(image)
     if scale == 1.0:
-        return DecodedImage(np.asarray(rgb, dtype=np.uint8), 1.0)
+        return DecodedImage(np.asarray(rgb, dtype=np.uint8), 1.0, (width, height))
     target = (max(1, round(width * scale)), max(1, round(height * scale)))
     if rgb.size != target:
         rgb = rgb.resize(target, Image.Resampling.LANCZOS, reducing_gap=3.0)
-    return DecodedImage(np.asarray(rgb, dtype=np.uint8), target[0] / width)
+    return DecodedImage(np.asarray(rgb, dtype=np.uint8), target[0] / width, (width, height))
 
 
 def to_rgb(image: Image.Image) -> Image.Image:

@@ -12,6 +12,7 @@ from flask import Flask
 from gateway.body import body_limit
 from gateway.config import Config
 from gateway.error_handlers import register_error_handlers
+from gateway.headers import register_security_headers
 from gateway.logs import configure_logging
 from gateway.request_log import register_request_hooks
 from gateway.routes import BLUEPRINTS
@@ -31,4 +32,5 @@ def create_app(config: Config | None = None) -> Flask:
         app.register_blueprint(blueprint)
     register_request_hooks(app)
     register_error_handlers(app)
+    register_security_headers(app, config)
     return app

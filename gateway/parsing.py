@@ -1,4 +1,5 @@
-"""Reading a POST /animate request from its received body: the three forms and the options.
+"""Reading a POST /animate or /annotate request from its received body: the three forms and
+the options.
 
 Forms: multipart (field `image`, `file` or `data`), JSON `{"file": "<base64>"}` (or
 `"image"`), or a raw `image/png|jpeg|webp` body. Options come from the query string and
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import io
 import json
 import math
 from dataclasses import dataclass, field
 
+from PIL import Image, UnidentifiedImageError
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.formparser import FormDataParser
 
@@ -29,22 +32,54 @@ DEFAULT_FPS = 15
 
 
 @dataclass(frozen=True)
+class GivenMask:
+    """The `mask` option: the figure's outline as a person fixed it, in the upload's pixels."""
+
+    box: tuple[int, int, int, int]  # left, top, right, bottom (right, bottom excluded)
+    png: bytes  # a PNG of the box's size; non-zero pixels are the figure (decoded later)
+
+    def key_fields(self) -> dict:
+        return {"box": list(self.box), "sha256": hashlib.sha256(self.png).hexdigest()}
+
+
+@dataclass(frozen=True)
+class FigureOptions:
+    """What the client already knows about the figure; each one given skips a model."""
+
+    bbox: tuple[float, float, float, float] | None = None  # left, top, right, bottom
+    keypoints: tuple[tuple[float, float], ...] | None = None  # 17 COCO [x, y], upload's pixels
+    mask: GivenMask | None = None  # skips segmentation (and the detector: it fixes the crop)
+
+
+@dataclass(frozen=True)
 class AnimateOptions:
     motions: tuple[str, ...]
     size: int = DEFAULT_SIZE
     fps: int = DEFAULT_FPS
     keypoints: tuple[tuple[float, float], ...] | None = None  # 17 COCO [x, y], upload's pixels
     bbox: tuple[float, float, float, float] | None = None  # left, top, right, bottom
+    mask: GivenMask | None = None
+
+    @property
+    def figure(self) -> FigureOptions:
+        return FigureOptions(self.bbox, self.keypoints, self.mask)
 
     def render_fields(self) -> dict:
         """Everything but the motion list that decides what a GIF looks like (for its key)."""
-        return {"size": self.size, "fps": self.fps, "keypoints": self.keypoints, "bbox": self.bbox}
+        return {"size": self.size, "fps": self.fps, "keypoints": self.keypoints, "bbox": self.bbox,
+                "mask": self.mask.key_fields() if self.mask else None}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class AnimateRequest:
     image: bytes
     options: AnimateOptions
+
+
+@dataclass(frozen=True)
+class AnnotateRequest:
+    image: bytes
+    figure: FigureOptions
 
 
 @dataclass(frozen=True)
@@ -190,18 +225,73 @@ def parse_bbox(value: object) -> tuple[float, float, float, float]:
     return left, top, right, bottom
 
 
+def parse_mask(value: object) -> GivenMask:
+    """`{"box": [l, t, r, b], "png": "<base64 PNG of the box's size>"}` (or that as JSON text).
+
+    Only the PNG's header is read here; its pixels are decoded in a render worker."""
+    document = value
+    if isinstance(value, str):
+        try:
+            document = json.loads(value)
+        except ValueError:
+            raise BadRequest("option 'mask' must be a JSON object {box, png}") from None
+    if not isinstance(document, dict) or not {"box", "png"} <= set(document):
+        raise BadRequest("option 'mask' must be an object with 'box' and 'png'")
+    box = document["box"]
+    if (not isinstance(box, list | tuple) or len(box) != 4
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in box)):  # fmt: skip
+        raise BadRequest("mask 'box' must be [left, top, right, bottom] in whole pixels")
+    left, top, right, bottom = box
+    if min(left, top) < 0 or right <= left or bottom <= top:
+        raise BadRequest(
+            f"mask 'box' {list(box)} must have 0 <= left < right and 0 <= top < bottom"
+        )
+    text = document["png"]
+    if not isinstance(text, str):
+        raise BadRequest("mask 'png' must be a base64 string")
+    if text.startswith("data:") and "," in text:
+        text = text.split(",", 1)[1]
+    try:
+        png = base64.b64decode("".join(text.split()), validate=True)
+        with Image.open(io.BytesIO(png)) as image:  # lazy: the header only
+            format_, size = image.format, image.size
+    except (binascii.Error, ValueError, UnidentifiedImageError, OSError):
+        raise BadRequest("mask 'png' is not a base64 PNG") from None
+    if format_ != "PNG":
+        raise BadRequest(f"mask 'png' must be a PNG, got {format_}")
+    if size != (right - left, bottom - top):
+        raise BadRequest(f"mask 'png' is {size[0]}x{size[1]}, its box {list(box)} is "
+                         f"{right - left}x{bottom - top}")  # fmt: skip
+    return GivenMask((left, top, right, bottom), png)
+
+
+def parse_figure_options(fields: dict) -> FigureOptions:
+    """`bbox`, `keypoints` and `mask`, each optional, from the merged fields."""
+
+    def given(name: str) -> bool:
+        return fields.get(name) not in (None, "")
+
+    return FigureOptions(
+        bbox=parse_bbox(fields["bbox"]) if given("bbox") else None,
+        keypoints=parse_keypoints(fields["keypoints"]) if given("keypoints") else None,
+        mask=parse_mask(fields["mask"]) if given("mask") else None,
+    )
+
+
 def parse_options(
     fields: dict, known_motions: list[str], default_motions: tuple[str, ...]
 ) -> AnimateOptions:
     def get(name: str) -> object:
         return fields.get(name)
 
+    figure = parse_figure_options(fields)
     return AnimateOptions(
         motions=parse_motions(get("motions"), known_motions, default_motions),
         size=DEFAULT_SIZE if get("size") is None else _int_option("size", get("size"), *SIZE_RANGE),
         fps=DEFAULT_FPS if get("fps") is None else _int_option("fps", get("fps"), *FPS_RANGE),
-        keypoints=None if get("keypoints") in (None, "") else parse_keypoints(get("keypoints")),
-        bbox=None if get("bbox") in (None, "") else parse_bbox(get("bbox")),
+        keypoints=figure.keypoints,
+        bbox=figure.bbox,
+        mask=figure.mask,
     )
 
 
@@ -211,3 +301,8 @@ def parse_animate_request(
     """The image and options of a POST /animate; raises an ApiError on anything wrong."""
     merged = {**query, **upload.fields}
     return AnimateRequest(upload.image, parse_options(merged, known_motions, default_motions))
+
+
+def parse_annotate_request(upload: Upload, query: dict) -> AnnotateRequest:
+    """The image and the figure's options of a POST /annotate (render options are ignored)."""
+    return AnnotateRequest(upload.image, parse_figure_options({**query, **upload.fields}))

@@ -1,7 +1,8 @@
-"""One /animate request from bytes to URLs: the stages, in order, and their timings.
+"""One /animate request from bytes to URLs (and one /annotate request, its first half):
+the stages, in order, and their timings.
 
-lookup (storage) -> queue (admission) -> decode -> detect -> pose -> rig + render (worker
-processes) -> upload. Motions already in storage for this image, these options and these
+lookup (storage) -> queue (admission) -> the figure stage (figure_stage.py: decode ->
+detect -> pose -> segment) -> rig + render (worker processes) -> upload. Motions already in storage for this image, these options and these
 versions (renderer, motion, models) are not rendered again, and an answer wholly from
 storage takes no render slot. The detector and the pose estimator run once per request,
 whatever the number of motions.
@@ -13,18 +14,16 @@ import hashlib
 import logging
 import time
 
-import numpy as np
-
 from animation.version import renderer_version
 from gateway import cpu_tasks, metrics
 from gateway.admission import Admission
 from gateway.catalogue import MotionCatalogue
 from gateway.config import Config
 from gateway.cpu_pool import CpuPool
-from gateway.errors import BadRequest, StorageUnavailable
+from gateway.errors import StorageUnavailable
+from gateway.figure_stage import Figure, FigureStage
 from gateway.greenlets import run_all
-from gateway.parsing import AnimateOptions, AnimateRequest
-from gateway.preprocess import crop_box, encode_jpeg
+from gateway.parsing import AnimateOptions, AnimateRequest, AnnotateRequest
 from gateway.stage_timer import StageTimer
 from gateway.storage import Storage, animation_key
 from gateway.torchserve_client import TorchServeClient
@@ -32,7 +31,7 @@ from gateway.torchserve_client import TorchServeClient
 log = logging.getLogger("gateway.pipeline")
 # Bump when the gateway's own preparation changes what a GIF looks like (the crop margin,
 # the texture and mask built in cpu_tasks). Library, motion and model versions are read.
-PREPARATION_VERSION = 2
+PREPARATION_VERSION = 3
 
 
 def _split(names: list[str], parts: int) -> list[list[str]]:
@@ -42,9 +41,10 @@ def _split(names: list[str], parts: int) -> list[list[str]]:
 
 
 def model_roles(options: AnimateOptions) -> tuple[str, ...]:
-    """The models whose answers shape this request's GIFs (a given bbox or keypoints skip one)."""
-    return tuple(role for role, given in (("detector", options.bbox), ("pose", options.keypoints))
-                 if given is None)  # fmt: skip
+    """The models whose answers shape this request's GIFs: a given bbox or mask skips the
+    detector, given keypoints the pose model."""
+    skipped = {"detector": options.bbox or options.mask, "pose": options.keypoints}
+    return tuple(role for role, given in skipped.items() if given is None)
 
 
 class AnimationPipeline:
@@ -63,6 +63,7 @@ class AnimationPipeline:
         self.pool = pool
         self.admission = admission
         self.catalogue = catalogue
+        self.figures = FigureStage(config, models, pool)
 
     def keys(self, job: AnimateRequest) -> dict[str, str]:
         """motion -> storage key: the image, the options and every version that shapes it."""
@@ -107,57 +108,32 @@ class AnimationPipeline:
         # Only now, with every object stored, are URLs handed out.
         return {m: self.storage.url(keys[m], host_url) for m in job.options.motions}
 
-    def _render(self, job: AnimateRequest, motions: list[str], timer: StageTimer, client) -> dict:
-        crop, keypoints = self._figure(job, timer, client)
-        return self._animate(crop, keypoints, motions, job.options, timer, client)
+    def annotate(self, job: AnnotateRequest, timer: StageTimer, client=None) -> dict:
+        """/annotate: the figure stage alone, under the same admission as a render."""
+        with self.admission.admit() as waited_s:
+            timer.add("queue", waited_s)
+            figure = self.figures.find(job.image, job.figure, timer, client, annotate=True)
+        return figure.annotation()
 
-    def _figure(
-        self, job: AnimateRequest, timer: StageTimer, client
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The figure's crop (RGB, model scale) and its 17 keypoints in the crop's pixels."""
-        cfg, options = self.config, job.options
-        with timer.stage("decode"):
-            image = self.pool.map(
-                cpu_tasks.decode, [(job.image, cfg.max_pixels, cfg.model_input_px)], client
-            )[0]
-        height, width = image.rgb.shape[:2]
-        given_keypoints = None
-        if options.keypoints is not None:
-            given_keypoints = np.asarray(options.keypoints) * image.scale
-            if not (
-                (given_keypoints >= -1).all() and (given_keypoints <= (width + 1, height + 1)).all()
-            ):
-                raise BadRequest("option 'keypoints' has points outside the image")
-        if options.bbox is not None:
-            bbox = tuple(v * image.scale for v in options.bbox)
-        else:
-            with timer.stage("detect"):
-                bbox = self.models.detect(image.jpeg)
-        if given_keypoints is not None:  # the crop must hold every joint the user placed
-            bbox = (
-                *np.minimum(bbox[:2], given_keypoints.min(0)),
-                *np.maximum(bbox[2:], given_keypoints.max(0)),
-            )
-        left, top, right, bottom = crop_box(bbox, (width, height))
-        crop = np.ascontiguousarray(image.rgb[top:bottom, left:right])
-        if given_keypoints is not None:
-            keypoints = given_keypoints - (left, top)
-        else:
-            with timer.stage("pose"):
-                keypoints = self.models.pose(encode_jpeg(crop))[:, :2]
-        return crop, keypoints
+    def _render(self, job: AnimateRequest, motions: list[str], timer: StageTimer, client) -> dict:
+        figure = self.figures.find(job.image, job.options.figure, timer, client)
+        return self._animate(figure, motions, job.options, timer, client)
 
     def _animate(
-        self, crop, keypoints, motions: list[str], options, timer: StageTimer, client
+        self, figure: Figure, motions: list[str], options, timer: StageTimer, client
     ) -> dict:
         """GIF bytes per motion, the motions shared out over the idle render workers."""
         chunks = _split(motions, max(1, self.pool.idle))
+        size, fps = options.size, options.fps
         start = time.perf_counter()
         metrics.RENDER_WORKERS_BUSY.inc(len(chunks))
         try:
             results = self.pool.map(
                 cpu_tasks.animate,
-                [(crop, keypoints, chunk, options.size, options.fps) for chunk in chunks],
+                [
+                    (figure.crop, figure.keypoints[:, :2], figure.mask.mask, chunk, size, fps)
+                    for chunk in chunks
+                ],  # fmt: skip
                 client,
             )
         finally:

@@ -25,12 +25,14 @@ class ModelImage:
     rgb: np.ndarray  # (H, W, 3) uint8
     scale: float  # rgb pixels per pixel of the upright upload
     jpeg: bytes  # `rgb` encoded for the detector
+    upload_size: tuple[int, int] = (0, 0)  # (width, height) of the upright upload
 
 
 def decode_for_models(data: bytes, max_pixels: int, max_side: int) -> ModelImage:
     """Decode the upload upright into RGB at most `max_side` px long, plus its JPEG."""
     decoded = decode_image(data, max_pixels, max_side)
-    return ModelImage(rgb=decoded.rgb, scale=decoded.scale, jpeg=encode_jpeg(decoded.rgb))
+    return ModelImage(rgb=decoded.rgb, scale=decoded.scale, jpeg=encode_jpeg(decoded.rgb),
+                      upload_size=decoded.size)  # fmt: skip
 
 
 def encode_jpeg(rgb: np.ndarray, quality: int = 92) -> bytes:

@@ -126,6 +126,10 @@ class TorchServeClient:
 
     def detect(self, jpeg: bytes) -> tuple[float, float, float, float]:
         """The best box `[left, top, right, bottom]` of a drawn figure, in the image's pixels."""
+        return self.detect_scored(jpeg)[0]
+
+    def detect_scored(self, jpeg: bytes) -> tuple[tuple[float, float, float, float], float]:
+        """The best box of a drawn figure (as `detect`) and the detector's score for it."""
         boxes = self._predict("detector", jpeg, "image/jpeg")
         min_score = self.roles["detector"].min_score
         try:
@@ -136,13 +140,13 @@ class TorchServeClient:
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelUnavailable(f"detector reply is malformed: {boxes!r:.200}") from exc
         good = [
-            box
+            (tuple(box), score)
             for score, box in candidates
             if score >= min_score and box[2] > box[0] and box[3] > box[1]
         ]
         if not good:
             raise NoCharacterDetected("no drawn figure was found in the image")
-        return tuple(good[0])  # TorchServe lists the best first
+        return good[0]  # TorchServe lists the best first
 
     def pose(self, jpeg: bytes) -> np.ndarray:
         """17 COCO keypoints `(x, y, score)` in the posted crop's pixels."""

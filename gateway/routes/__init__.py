@@ -1,8 +1,9 @@
-"""The gateway's blueprints, one per area: animate, health (+ready, metrics), motions, files.
+"""The gateway's blueprints, one per area: animate, annotate, health (+ready, metrics),
+motions, files, page (GET /), openapi (GET /openapi.json).
 
 Routes reach the worker's services through `gateway.services.current_services()`.
 """
 
-from gateway.routes import animate, files, health, motions
+from gateway.routes import animate, annotate, files, health, motions, openapi, page
 
-BLUEPRINTS = (animate.bp, health.bp, motions.bp, files.bp)
+BLUEPRINTS = (animate.bp, annotate.bp, health.bp, motions.bp, files.bp, page.bp, openapi.bp)

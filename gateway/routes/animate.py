@@ -9,16 +9,19 @@ storage asked (an answer from storage takes no slot); only then a render slot.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
+from typing import TypeVar
 
 from flask import Blueprint, Response, g, jsonify, request
 
 from animation.images import read_header
 from gateway.body import body_limit, read_body
 from gateway.errors import Unauthorized
-from gateway.parsing import parse_animate_request, read_upload
+from gateway.parsing import Upload, parse_animate_request, read_upload
 from gateway.services import current_services
 
 bp = Blueprint("animate", __name__)
+T = TypeVar("T")
 
 
 @bp.before_request
@@ -43,11 +46,10 @@ def refuse_when_full() -> None:
         raise admission.refusal()
 
 
-@bp.post("/animate")
-@bp.post("/")
-def animate() -> Response:
-    services = current_services()
-    config, catalogue = services.config, services.catalogue
+def receive(parse: Callable[[Upload, dict], T]) -> T:
+    """The request's body received whole within its limits, then `parse(upload, query)`
+    and the image's header checked: what every route taking a drawing does first."""
+    config = current_services().config
     with g.timer.stage("receive"):
         limit = body_limit(request.mimetype, config.max_upload_bytes)
         body = read_body(request, limit, config.read_timeout_s)
@@ -55,9 +57,20 @@ def animate() -> Response:
         upload = read_upload(
             body, request.mimetype, request.mimetype_params, config.max_upload_bytes
         )
-        job = parse_animate_request(
-            upload, request.args.to_dict(), catalogue.names, catalogue.defaults
-        )
+        job = parse(upload, request.args.to_dict())
         read_header(job.image, config.max_pixels)  # refuses bombs and odd shapes undecoded
+    return job
+
+
+@bp.post("/animate")
+@bp.post("/")
+def animate() -> Response:
+    services = current_services()
+    catalogue = services.catalogue
+    job = receive(
+        lambda upload, query: parse_animate_request(
+            upload, query, catalogue.names, catalogue.defaults
+        )
+    )
     client = request.environ.get("gunicorn.socket")
     return jsonify(services.pipeline.run(job, g.timer, request.host_url, client))

@@ -77,8 +77,8 @@ def test_raw_photo_through_both_models_then_from_storage(gateway, torchserve_ser
     urls = first.json()
     assert list(urls) == DEFAULT_MOTIONS
     assert re.fullmatch(r"[0-9a-f]{32}", first.headers["X-Request-ID"])
-    assert stages(first) == ["receive", "decode", "lookup", "queue", "detect", "pose", "rig",
-                             "render", "upload"]  # fmt: skip
+    assert stages(first) == ["receive", "decode", "lookup", "queue", "detect", "pose", "segment",
+                             "rig", "render", "upload"]  # fmt: skip
     for url in urls.values():
         assert url.startswith(f"{gateway.url}/files/")
         gif = fetch_gif(url)

@@ -1,0 +1,151 @@
+"""The figure stage: where the drawn figure is, its joints and its outline, from the upload.
+
+decode (render worker) -> bbox (given, else the detector) -> crop -> keypoints (given,
+else the pose model on the crop) -> mask (given, else segmented in a render worker) ->
+quality warnings. /annotate answers what it found (in the upload's pixels); /animate rigs
+and renders it. Each thing the client gives skips the model that would find it; a given
+mask also fixes the crop (its box), so it skips the detector too. A learned segmenter
+plugs in at `_mask`, the one place a mask is made.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import numpy as np
+
+from animation.mask_warnings import WARNINGS
+from gateway import cpu_tasks
+from gateway.config import Config
+from gateway.cpu_pool import CpuPool
+from gateway.errors import BadRequest
+from gateway.geometry import Box, Scale
+from gateway.parsing import FigureOptions
+from gateway.preprocess import ModelImage, crop_box, encode_jpeg
+from gateway.stage_timer import StageTimer
+from gateway.torchserve_client import TorchServeClient
+
+
+@dataclass(frozen=True)
+class Figure:
+    """What the stage found, in model pixels (the upload shrunk to MODEL_INPUT_PX)."""
+
+    scale: Scale
+    crop_box: Box  # the crop's place in the model image
+    crop: np.ndarray  # (h, w, 3) uint8
+    keypoints: np.ndarray  # (17, 3) COCO x, y (crop px) and score (NaN where given)
+    bbox: tuple[float, float, float, float] | None  # None: a given mask fixed the crop
+    bbox_score: float | None  # None: the box was given (or not needed)
+    mask: cpu_tasks.FigureMask
+
+    def annotation(self) -> dict:
+        """/annotate's answer: everything in the upright upload's pixels."""
+        left, top = self.crop_box[:2]
+        points = self.scale.points_to_upload(self.keypoints[:, :2] + (left, top))
+        scores = [None if np.isnan(s) else float(s) for s in self.keypoints[:, 2]]
+        width, height = self.scale.upload
+        return {
+            "image": {"width": width, "height": height},
+            "bbox": [float(v) for v in self.scale.points_to_upload(self._box()).ravel()],
+            "bbox_score": self.bbox_score,
+            "keypoints": [
+                [float(x), float(y), s] for (x, y), s in zip(points, scores, strict=True)
+            ],
+            "mask": {
+                "box": list(self.mask.upload_box),
+                "png": base64.b64encode(self.mask.upload_png).decode(),
+            },
+            "quality": {
+                "ok": not self.mask.warnings,
+                "warnings": [{"code": c, "message": WARNINGS[c]} for c in self.mask.warnings],
+            },
+        }
+
+    def _box(self) -> np.ndarray:
+        """(2, 2) model px: the box found or given, else the mask's own extent, else the crop."""
+        if self.bbox is not None:
+            return np.reshape(self.bbox, (2, 2))
+        left, top, right, bottom = self.crop_box
+        rows, cols = np.nonzero(self.mask.mask)
+        if rows.size:
+            left, top = left + cols.min(), top + rows.min()
+            right, bottom = left + cols.max() - cols.min() + 1, top + rows.max() - rows.min() + 1
+        return np.array([[left, top], [right, bottom]], np.float64)
+
+
+class FigureStage:
+    def __init__(self, config: Config, models: TorchServeClient, pool: CpuPool) -> None:
+        self.config = config
+        self.models = models
+        self.pool = pool
+
+    def find(
+        self,
+        image: bytes,
+        given: FigureOptions,
+        timer: StageTimer,
+        client=None,
+        annotate: bool = False,
+    ) -> Figure:
+        """The figure in the upload `image`; `annotate` also readies /annotate's answer
+        (the mask in upload pixels, a given mask's warnings)."""
+        cfg = self.config
+        with timer.stage("decode"):
+            decoded: ModelImage = self.pool.map(
+                cpu_tasks.decode, [(image, cfg.max_pixels, cfg.model_input_px)], client
+            )[0]
+        height, width = decoded.rgb.shape[:2]
+        scale = Scale(decoded.upload_size, (width, height))
+        points = None
+        if given.keypoints is not None:
+            points = scale.points_to_model(given.keypoints)
+            if not ((points >= -1).all() and (points <= (width + 1, height + 1)).all()):
+                raise BadRequest("option 'keypoints' has points outside the image")
+        bbox, score = None, None
+        if given.bbox is not None:
+            bbox = tuple(scale.points_to_model(np.reshape(given.bbox, (2, 2))).ravel())
+        elif given.mask is None:
+            with timer.stage("detect"):
+                bbox, score = self.models.detect_scored(decoded.jpeg)
+        box = self._crop_box(scale, bbox, points, given)
+        left, top, right, bottom = box
+        crop = np.ascontiguousarray(decoded.rgb[top:bottom, left:right])
+        if points is not None:
+            keypoints = np.column_stack([points - (left, top), np.full(17, np.nan)])
+        else:
+            with timer.stage("pose"):
+                keypoints = self.models.pose(encode_jpeg(crop))
+        mask = self._mask(crop, keypoints, given, box, scale, annotate, timer, client)
+        return Figure(scale, box, crop, keypoints, bbox, score, mask)
+
+    def _crop_box(self, scale: Scale, bbox, points: np.ndarray | None, given) -> Box:
+        """Model px: a given mask's box, else the box grown by the crop margin; either way
+        grown to hold every joint the client placed."""
+        width, height = scale.model
+        if given.mask is None:
+            if points is not None:  # the crop must hold every joint the user placed
+                bbox = (*np.minimum(bbox[:2], points.min(0)), *np.maximum(bbox[2:], points.max(0)))
+            return crop_box(bbox, (width, height))
+        mask_box = given.mask.box
+        if mask_box[2] > scale.upload[0] or mask_box[3] > scale.upload[1]:
+            raise BadRequest(f"mask 'box' {list(mask_box)} reaches outside the image "
+                             f"({scale.upload[0]}x{scale.upload[1]})")  # fmt: skip
+        left, top, right, bottom = scale.box_to_model(mask_box)
+        if points is not None:
+            left, top = np.minimum((left, top), np.floor(points.min(0)).astype(int))
+            right, bottom = np.maximum((right, bottom), np.ceil(points.max(0)).astype(int) + 1)
+        box = (max(0, left), max(0, top), min(width, right), min(height, bottom))
+        if box[2] - box[0] < 2 or box[3] - box[1] < 2:
+            raise BadRequest(f"mask 'box' {list(mask_box)} is too small to hold a figure")
+        return tuple(int(v) for v in box)
+
+    def _mask(self, crop, keypoints, given, box, scale, annotate, timer, client):
+        """The one place a mask is made: the given one as it is, else segmentation."""
+        mask = None if given.mask is None else (given.mask.png, given.mask.box)
+        with timer.stage("segment"):
+            return self.pool.map(
+                cpu_tasks.find_mask,
+                [(crop, keypoints[:, :2], mask, box, scale, annotate)],
+                client,
+            )[0]

@@ -1,0 +1,463 @@
+// The page of the drawn-animation service: a drawing in, what the service sees drawn over
+// it (box, outline, joints), fixed by hand, then animated. Plain JavaScript, no build step.
+// It speaks the API as any client does (GET /motions, POST /annotate, POST /animate; see
+// /openapi.json), with the same field names.
+"use strict";
+
+// COCO order, as /annotate answers and /animate takes the keypoints.
+const COCO = [
+  "nose", "left_eye", "right_eye", "left_ear", "right_ear",
+  "left_shoulder", "right_shoulder", "left_elbow", "right_elbow",
+  "left_wrist", "right_wrist", "left_hip", "right_hip",
+  "left_knee", "right_knee", "left_ankle", "right_ankle",
+];
+const BONES = [
+  [0, 1], [0, 2], [1, 3], [2, 4], [5, 6], [5, 7], [7, 9], [6, 8], [8, 10],
+  [5, 11], [6, 12], [11, 12], [11, 13], [13, 15], [12, 14], [14, 16],
+];
+const JOINT_RADIUS_PX = 9; // on screen, whatever the photo's size
+const MAX_BUSY_RETRIES = 3;
+const SVG = "http://www.w3.org/2000/svg";
+const MASK_RGB = [0, 87, 184];
+
+// Words for the API's error codes (the message the service sent is added where it helps).
+const WORDS = {
+  payload_too_large: "That file is too big to send. Use a smaller photo.",
+  image_too_large: "That picture has too many pixels. Use a smaller photo.",
+  invalid_image: "That file is not a picture the service can read. Use a PNG, JPEG or WebP photo.",
+  unsupported_media_type: "That kind of file is not accepted. Use a PNG, JPEG or WebP photo.",
+  no_character_detected:
+    "No drawn figure was found in this picture. Photograph the whole drawing, on plain paper, in good light.",
+  pose_not_found: "The figure's joints could not be found. Try a clearer photo of the drawing.",
+  overloaded: "The service is busy.",
+  model_unavailable: "The service cannot look at drawings right now. Try again in a minute.",
+  model_timeout: "The service took too long to answer. Try again.",
+  storage_unavailable: "The animations could not be stored. Try again in a minute.",
+  request_timeout: "The upload took too long. Check the connection and try again.",
+  unauthorized: "This service needs an API key: enter it above, then try again.",
+  bad_request: "The service refused the request",
+  unknown_motion: "The service does not know that motion",
+  invalid_motion: "The motion file cannot be used",
+};
+const SAY_WHY = new Set(["bad_request", "unknown_motion", "invalid_motion"]);
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  file: null,
+  annotation: null, // what /annotate answered
+  keypoints: null, // [[x, y] x 17], upload px, as the person left them
+  maskEdited: false,
+  tool: "joints",
+  key: sessionStorage.getItem("apiKey") || "",
+  retry: null, // what to do again once the API key is given
+};
+
+class ShownError extends Error {}
+
+function sleep(ms) { return new Promise((done) => setTimeout(done, ms)); }
+
+function setStatus(text) { $("status").textContent = text; }
+
+function showError(text) {
+  const box = $("error");
+  box.textContent = text;
+  box.hidden = !text;
+}
+
+function words(status, error, retryAfter) {
+  const code = error.code || "";
+  let text = WORDS[code] || `Something went wrong (${status}${code ? ", " + code : ""}).`;
+  if (SAY_WHY.has(code) && error.message) text += `: ${error.message}`;
+  if (code === "overloaded") text += ` Try again in ${retryAfter || 2} s.`;
+  return text;
+}
+
+// POST `form` to `path` and the JSON answer; a busy service is asked again after its
+// Retry-After (a few times); any other refusal becomes a ShownError in words.
+async function post(path, form, retry) {
+  for (let attempt = 0; ; attempt++) {
+    const headers = state.key ? { Authorization: `Bearer ${state.key}` } : {};
+    let reply;
+    try {
+      reply = await fetch(path, { method: "POST", body: form, headers });
+    } catch (exc) {
+      throw new ShownError("The service cannot be reached. Check the connection and try again.");
+    }
+    if (reply.ok) return reply.json();
+    let error = {};
+    try { error = (await reply.json()).error || {}; } catch (exc) { /* not JSON: no words */ }
+    const retryAfter = Number(reply.headers.get("Retry-After")) || 2;
+    if (error.code === "overloaded" && attempt < MAX_BUSY_RETRIES) {
+      setStatus(`The service is busy; trying again in ${retryAfter} s…`);
+      await sleep(retryAfter * 1000);
+      continue;
+    }
+    if (reply.status === 401) {
+      state.retry = retry;
+      $("key-form").hidden = false;
+      $("key").focus();
+    }
+    throw new ShownError(words(reply.status, error, retryAfter));
+  }
+}
+
+async function guarded(task) {
+  showError("");
+  try {
+    await task();
+  } catch (exc) {
+    setStatus("");
+    showError(exc instanceof ShownError ? exc.message : `Something went wrong: ${exc.message}`);
+  }
+}
+
+// --- 1. the drawing -------------------------------------------------------------------
+
+function onFile(input) {
+  const file = input.files && input.files[0];
+  input.value = ""; // the same file picked again is a new pick
+  if (!file) return;
+  state.file = file;
+  $("photo").src = URL.createObjectURL(file);
+  for (const id of ["edit", "animate-section", "results-section"]) $(id).hidden = true;
+  guarded(annotate);
+}
+
+async function annotate() {
+  setStatus("Looking at the drawing…");
+  const form = new FormData();
+  form.append("image", state.file);
+  const annotation = await post("/annotate", form, annotate);
+  state.annotation = annotation;
+  await showAnnotation();
+  setStatus("");
+}
+
+// --- 2. joints and outline --------------------------------------------------------------
+
+async function showAnnotation() {
+  const a = state.annotation;
+  state.keypoints = a.keypoints.map((p) => [p[0], p[1]]);
+  state.maskEdited = false;
+  const canvas = $("outline");
+  canvas.width = a.image.width;
+  canvas.height = a.image.height;
+  await drawMask(canvas, a.mask);
+  const list = $("warnings");
+  list.replaceChildren(...a.quality.warnings.map((w) => {
+    const item = document.createElement("li");
+    item.textContent = `Check the outline: ${w.message}.`;
+    return item;
+  }));
+  $("edit").hidden = false;
+  $("animate-section").hidden = false;
+  fitStage();
+  drawOverlay();
+}
+
+// The mask (a 0/255 PNG over its box) painted into the outline canvas, tinted.
+async function drawMask(canvas, mask) {
+  const image = new Image();
+  image.src = `data:image/png;base64,${mask.png}`;
+  await image.decode();
+  const [left, top, right, bottom] = mask.box;
+  const scratch = document.createElement("canvas");
+  scratch.width = right - left;
+  scratch.height = bottom - top;
+  const sctx = scratch.getContext("2d");
+  sctx.drawImage(image, 0, 0);
+  const pixels = sctx.getImageData(0, 0, scratch.width, scratch.height);
+  const data = pixels.data;
+  for (let i = 0; i < data.length; i += 4) {
+    const inside = data[i] > 0;
+    [data[i], data[i + 1], data[i + 2]] = MASK_RGB;
+    data[i + 3] = inside ? 255 : 0;
+  }
+  const ctx = canvas.getContext("2d");
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  ctx.putImageData(pixels, left, top);
+}
+
+// The stage takes the photo's shape, as wide as the page allows and at most 65% as high.
+function fitStage() {
+  const a = state.annotation;
+  if (!a) return;
+  const stage = $("stage");
+  const room = stage.parentElement.clientWidth;
+  const width = Math.min(room, (window.innerHeight * 0.65 * a.image.width) / a.image.height);
+  stage.style.width = `${width}px`;
+  stage.style.height = `${(width * a.image.height) / a.image.width}px`;
+  $("photo").style.height = stage.style.height;
+}
+
+function pxPerScreenPx() {
+  return state.annotation.image.width / $("overlay").getBoundingClientRect().width;
+}
+
+function drawOverlay() {
+  const a = state.annotation;
+  const svg = $("overlay");
+  svg.setAttribute("viewBox", `0 0 ${a.image.width} ${a.image.height}`);
+  svg.setAttribute("preserveAspectRatio", "none");
+  const unit = pxPerScreenPx();
+  const [l, t, r, b] = a.bbox;
+  const box = element("rect", { class: "box", x: l, y: t, width: r - l, height: b - t,
+                                "stroke-width": 2 * unit });
+  const bones = BONES.map(([i, j]) => element("line", { class: "bone", "data-bone": `${i}-${j}`,
+                                                        "stroke-width": 3 * unit }));
+  const joints = COCO.map((name, i) => {
+    const joint = element("circle", { class: "joint", r: JOINT_RADIUS_PX * unit,
+                                      "stroke-width": 2 * unit, "data-testid": "joint",
+                                      "data-name": name, "data-index": i });
+    const title = document.createElementNS(SVG, "title");
+    title.textContent = name.replace("_", " ");
+    joint.append(title);
+    return joint;
+  });
+  const cursor = element("circle", { class: "brush-cursor", r: 0, "stroke-width": unit });
+  svg.replaceChildren(box, ...bones, ...joints, cursor);
+  placeSkeleton();
+}
+
+function element(tag, attributes) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  return node;
+}
+
+function placeSkeleton() {
+  const k = state.keypoints;
+  for (const line of $("overlay").querySelectorAll(".bone")) {
+    const [i, j] = line.dataset.bone.split("-").map(Number);
+    line.setAttribute("x1", k[i][0]); line.setAttribute("y1", k[i][1]);
+    line.setAttribute("x2", k[j][0]); line.setAttribute("y2", k[j][1]);
+  }
+  for (const joint of $("overlay").querySelectorAll(".joint")) {
+    const [x, y] = k[Number(joint.dataset.index)];
+    joint.setAttribute("cx", x); joint.setAttribute("cy", y);
+  }
+}
+
+function toImage(event) {
+  const rect = $("overlay").getBoundingClientRect();
+  const a = state.annotation;
+  return [((event.clientX - rect.left) * a.image.width) / rect.width,
+          ((event.clientY - rect.top) * a.image.height) / rect.height];
+}
+
+let drag = null; // {joint} while a joint moves, {last} while a brush paints
+
+function onPointerDown(event) {
+  if (!state.annotation || event.button > 0) return;
+  const svg = $("overlay");
+  if (state.tool === "joints") {
+    const joint = event.target.closest(".joint");
+    if (!joint) return;
+    drag = { joint };
+    joint.classList.add("dragging");
+  } else {
+    drag = { last: toImage(event) };
+    paint(drag.last, drag.last);
+  }
+  svg.setPointerCapture(event.pointerId);
+  event.preventDefault();
+}
+
+function onPointerMove(event) {
+  if (state.annotation && state.tool !== "joints") showBrush(toImage(event));
+  if (!drag) return;
+  const point = toImage(event);
+  if (drag.joint) {
+    const a = state.annotation;
+    const x = Math.min(Math.max(point[0], 0), a.image.width);
+    const y = Math.min(Math.max(point[1], 0), a.image.height);
+    state.keypoints[Number(drag.joint.dataset.index)] = [x, y];
+    placeSkeleton();
+  } else {
+    paint(drag.last, point);
+    drag.last = point;
+  }
+  event.preventDefault();
+}
+
+function onPointerUp(event) {
+  if (!drag) return;
+  if (drag.joint) drag.joint.classList.remove("dragging");
+  drag = null;
+  $("overlay").releasePointerCapture(event.pointerId);
+}
+
+function brushRadius() { return (Number($("brush").value) / 2) * pxPerScreenPx(); }
+
+function showBrush([x, y]) {
+  const cursor = $("overlay").querySelector(".brush-cursor");
+  if (!cursor) return;
+  cursor.setAttribute("cx", x); cursor.setAttribute("cy", y);
+  cursor.setAttribute("r", brushRadius());
+}
+
+// A stroke from `from` to `to` (image px) added to the outline, or rubbed out of it.
+function paint(from, to) {
+  const ctx = $("outline").getContext("2d");
+  ctx.save();
+  ctx.globalCompositeOperation = state.tool === "erase" ? "destination-out" : "source-over";
+  ctx.strokeStyle = ctx.fillStyle = `rgb(${MASK_RGB.join(",")})`;
+  ctx.lineCap = "round";
+  ctx.lineWidth = 2 * brushRadius();
+  ctx.beginPath();
+  ctx.moveTo(from[0], from[1]);
+  ctx.lineTo(to[0] + 0.01, to[1]);
+  ctx.stroke();
+  ctx.restore();
+  state.maskEdited = true;
+}
+
+function setTool(tool) {
+  state.tool = tool;
+  for (const button of document.querySelectorAll(".tool")) {
+    button.setAttribute("aria-pressed", String(button.dataset.tool === tool));
+  }
+  $("stage").classList.toggle("painting", tool !== "joints");
+  showBrush([-1000, -1000]);
+}
+
+// The outline as the API takes it: the painted pixels' box and a 0/255 PNG over it.
+async function maskOption() {
+  if (!state.maskEdited) return state.annotation.mask; // as it came: the very same bytes
+  const canvas = $("outline");
+  const { width, height } = canvas;
+  const data = canvas.getContext("2d").getImageData(0, 0, width, height).data;
+  let [left, top, right, bottom] = [width, height, 0, 0];
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      if (data[(y * width + x) * 4 + 3] > 0) {
+        if (x < left) left = x;
+        if (x >= right) right = x + 1;
+        if (y < top) top = y;
+        if (y >= bottom) bottom = y + 1;
+      }
+    }
+  }
+  if (right <= left) throw new ShownError("The outline is empty: paint over the figure first.");
+  const out = document.createElement("canvas");
+  out.width = right - left;
+  out.height = bottom - top;
+  const octx = out.getContext("2d");
+  const pixels = octx.createImageData(out.width, out.height);
+  for (let y = top; y < bottom; y++) {
+    for (let x = left; x < right; x++) {
+      const value = data[(y * width + x) * 4 + 3] > 0 ? 255 : 0;
+      const o = ((y - top) * out.width + (x - left)) * 4;
+      pixels.data[o] = pixels.data[o + 1] = pixels.data[o + 2] = value;
+      pixels.data[o + 3] = 255;
+    }
+  }
+  octx.putImageData(pixels, 0, 0);
+  return { box: [left, top, right, bottom], png: out.toDataURL("image/png") };
+}
+
+// --- 3. motions, 4. animations ----------------------------------------------------------
+
+async function loadMotions() {
+  const reply = await fetch("/motions");
+  if (!reply.ok) throw new ShownError("The list of motions could not be loaded. Reload the page.");
+  const table = await reply.json();
+  $("motions").replaceChildren(...table.motions.map((motion) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = motion.name.replaceAll("_", " ");
+    button.title = motion.description || "";
+    button.dataset.testid = "motion";
+    button.dataset.name = motion.name;
+    button.setAttribute("aria-pressed", String(table.defaults.includes(motion.name)));
+    button.addEventListener("click", () => {
+      button.setAttribute("aria-pressed", String(button.getAttribute("aria-pressed") !== "true"));
+    });
+    return button;
+  }));
+}
+
+function chosenMotions() {
+  return [...document.querySelectorAll("#motions [aria-pressed=true]")].map((b) => b.dataset.name);
+}
+
+async function animate() {
+  const motions = chosenMotions();
+  if (!motions.length) throw new ShownError("Pick at least one motion.");
+  const format = $("format").value;
+  const form = new FormData();
+  form.append("image", state.file);
+  form.append("motions", motions.join(","));
+  form.append("format", format);
+  form.append("bbox", JSON.stringify(state.annotation.bbox));
+  form.append("keypoints", JSON.stringify(state.keypoints));
+  form.append("mask", JSON.stringify(await maskOption()));
+  $("animate").disabled = true;
+  setStatus("Animating… (a few seconds)");
+  try {
+    const urls = await post("/animate", form, animate);
+    showResults(urls, format);
+    setStatus("");
+  } finally {
+    $("animate").disabled = false;
+  }
+}
+
+function showResults(urls, format) {
+  const cards = Object.entries(urls).map(([name, url]) => {
+    const card = document.createElement("figure");
+    card.dataset.testid = "result";
+    card.dataset.name = name;
+    let media;
+    if (format === "mp4") {
+      media = document.createElement("video");
+      Object.assign(media, { autoplay: true, loop: true, muted: true, playsInline: true, controls: true });
+    } else {
+      media = document.createElement("img");
+      media.alt = `The drawing, ${name.replaceAll("_", " ")}`;
+    }
+    media.src = url;
+    const caption = document.createElement("figcaption");
+    const label = document.createElement("span");
+    label.textContent = name.replaceAll("_", " ");
+    const link = document.createElement("a");
+    link.href = url;
+    link.download = `${name}.${format}`;
+    link.textContent = "Download";
+    caption.append(label, link);
+    card.append(media, caption);
+    return card;
+  });
+  $("results").replaceChildren(...cards);
+  $("results-section").hidden = false;
+  $("results-section").scrollIntoView({ behavior: "smooth", block: "start" });
+}
+
+// --- wiring -----------------------------------------------------------------------------
+
+function start() {
+  for (const id of ["file", "camera"]) $(id).addEventListener("change", (e) => onFile(e.target));
+  const svg = $("overlay");
+  svg.addEventListener("pointerdown", onPointerDown);
+  svg.addEventListener("pointermove", onPointerMove);
+  svg.addEventListener("pointerup", onPointerUp);
+  svg.addEventListener("pointercancel", onPointerUp);
+  for (const button of document.querySelectorAll(".tool")) {
+    button.addEventListener("click", () => setTool(button.dataset.tool));
+  }
+  $("reset").addEventListener("click", () => guarded(showAnnotation));
+  $("animate").addEventListener("click", () => guarded(animate));
+  $("key-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.key = $("key").value.trim();
+    sessionStorage.setItem("apiKey", state.key);
+    $("key-form").hidden = true;
+    const again = state.retry;
+    state.retry = null;
+    if (again) guarded(again);
+  });
+  window.addEventListener("resize", () => { if (state.annotation) { fitStage(); drawOverlay(); } });
+  guarded(loadMotions);
+}
+
+start();

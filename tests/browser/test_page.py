@@ -1,0 +1,317 @@
+"""The page at GET / in a real headless Chromium, against a real gateway and TorchServe.
+
+A drawing is uploaded through the file input; the 17 joints the page draws sit where
+/annotate put them; a dragged joint is what the next request carries; two motions come
+back as two animated GIFs fetched from the service; a blank page shows an error in words;
+on a 390x844 phone screen nothing overflows and every control can be reached; with
+API_KEY set the page asks for the key once. Each state is saved to docs/ as a screenshot.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import requests
+from PIL import Image
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from animation.skeleton import COCO_KEYPOINTS
+from tests.gateway.images import drawing, encode
+from tests.support.gateway_server import gateways
+
+pytestmark = pytest.mark.integration
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+SCRATCH = Path(tempfile.gettempdir()) / "page-screenshots"
+KEY = "page-test-key-0123456789"
+# Records what the page sends: each fetch's URL and its form fields (files by name only).
+SPY = """
+window.sent = [];
+const original = window.fetch;
+window.fetch = (url, init = {}) => {
+  const fields = {};
+  if (init.body instanceof FormData) {
+    for (const [k, v] of init.body.entries()) fields[k] = typeof v === "string" ? v : v.name;
+  }
+  window.sent.push({url: String(url), fields, auth: (init.headers || {}).Authorization || null});
+  return original(url, init);
+};
+"""
+
+
+@pytest.fixture(scope="module")
+def servers(torchserve_server, tmp_path_factory):
+    """Two gateways on the session's TorchServe: an open one and one with API_KEY set."""
+    env = {
+        "TORCHSERVE_URL": torchserve_server.inference_url,
+        "TORCHSERVE_MANAGEMENT_URL": torchserve_server.management_url,
+        "STORAGE_URL": f"file://{tmp_path_factory.mktemp('page-gifs')}",
+        "RENDER_WORKERS": "2",
+        "API_KEY": None,
+    }
+    with gateways() as start:
+        yield start(env, ready=True), start({**env, "API_KEY": KEY}, ready=True)
+
+
+@pytest.fixture(scope="module")
+def gateway(servers):
+    return servers[0]
+
+
+@pytest.fixture(scope="module")
+def drawing_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("upload") / "drawing.png"
+    path.write_bytes(encode(drawing(41, size=(900, 700)).image))
+    return path
+
+
+def wait(driver, condition, timeout: float = 60):
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: condition(d))
+
+
+def open_page(driver, url: str) -> None:
+    driver.get(url + "/")
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-testid=motion]")) >= 4)
+    driver.execute_script(SPY)
+
+
+def upload(driver, path: Path) -> None:
+    driver.find_element(By.CSS_SELECTOR, "[data-testid=file]").send_keys(str(path))
+
+
+def joints(driver) -> dict[str, np.ndarray]:
+    """Each joint's centre on screen, in the image's pixels (from the photo's own box)."""
+    return driver.execute_script("""
+        const photo = document.getElementById('photo').getBoundingClientRect();
+        const svg = document.getElementById('overlay').viewBox.baseVal;
+        const out = {};
+        for (const j of document.querySelectorAll('[data-testid=joint]')) {
+          const r = j.getBoundingClientRect();
+          out[j.dataset.name] = [(r.left + r.width / 2 - photo.left) * svg.width / photo.width,
+                                 (r.top + r.height / 2 - photo.top) * svg.height / photo.height];
+        }
+        return out;""")  # fmt: skip
+
+
+def joints_shown(driver) -> bool:
+    return len(driver.find_elements(By.CSS_SELECTOR, "[data-testid=joint]")) == 17
+
+
+def csp_violations(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]  # fmt: skip
+
+
+def screenshot(driver, name: str) -> None:
+    """Into docs/ with UPDATE_SCREENSHOTS=1 (the README shows them), else a scratch folder,
+    so a test run leaves the checkout as it was (an animation is caught mid-frame)."""
+    folder = DOCS if os.environ.get("UPDATE_SCREENSHOTS") else SCRATCH
+    folder.mkdir(exist_ok=True)
+    assert driver.save_screenshot(str(folder / name))
+    assert Image.open(folder / name).size[0] >= 390
+
+
+def test_upload_fix_a_joint_and_animate(browser, gateway, drawing_file):
+    browser.set_window_size(1100, 1300)
+    open_page(browser, gateway.url)
+    pressed = browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion][aria-pressed=true]")
+    assert len(pressed) >= 2  # the defaults come pressed
+    upload(browser, drawing_file)
+    wait(browser, joints_shown)
+    expected = requests.post(f"{gateway.url}/annotate", data=drawing_file.read_bytes(),
+                             headers={"Content-Type": "image/png"}, timeout=60).json()  # fmt: skip
+    side = max(expected["image"]["width"], expected["image"]["height"])
+    shown = joints(browser)
+    assert sorted(shown) == sorted(COCO_KEYPOINTS)
+    for name, point in zip(COCO_KEYPOINTS, expected["keypoints"], strict=True):
+        assert np.linalg.norm(np.subtract(shown[name], point[:2])) < 0.05 * side, name
+    outline = browser.find_element(By.CSS_SELECTOR, "[data-testid=outline]")
+    assert outline.size["width"] > 100 and outline.is_displayed()
+    screenshot(browser, "page-annotated.png")
+
+    # Drag the left wrist 40 px right and 30 px up on screen; the skeleton follows.
+    wrist = browser.find_element(By.CSS_SELECTOR, "[data-testid=joint][data-name=left_wrist]")
+    scale = browser.execute_script(
+        "return document.getElementById('overlay').viewBox.baseVal.width /"
+        " document.getElementById('photo').getBoundingClientRect().width"
+    )
+    ActionChains(browser).click_and_hold(wrist).move_by_offset(20, -15).move_by_offset(
+        20, -15
+    ).release().perform()
+    moved = joints(browser)["left_wrist"]
+    target = np.add(expected["keypoints"][9][:2], np.multiply((40, -30), scale))
+    assert np.linalg.norm(moved - target) < 0.01 * side
+    bone = browser.find_element(By.CSS_SELECTOR, "[data-bone='7-9']")
+    assert float(bone.get_attribute("x2")) == pytest.approx(moved[0], abs=1)
+
+    # Exactly two motions, then Animate.
+    for button in browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion]"):
+        want = button.get_attribute("data-name") in ("dab", "zombie")
+        if (button.get_attribute("aria-pressed") == "true") != want:
+            button.click()
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-testid=result] img")) == 2
+         and d.execute_script("return [...document.querySelectorAll('[data-testid=result] img')]"
+                              ".every(i => i.complete && i.naturalWidth > 0)"))  # fmt: skip
+    sent = browser.execute_script("return window.sent.filter(s => s.url.endsWith('/animate'))")
+    assert len(sent) == 1
+    fields = sent[0]["fields"]
+    assert fields["motions"] == "dab,zombie" and fields["format"] == "gif"
+    keypoints = np.asarray(json.loads(fields["keypoints"]))
+    assert np.linalg.norm(keypoints[9] - moved) < 1  # the moved joint, where it was dropped
+    others = np.delete(np.arange(17), 9)
+    np.testing.assert_allclose(keypoints[others], np.asarray(expected["keypoints"])[others, :2])
+    assert json.loads(fields["mask"]) == expected["mask"]  # not painted: sent back as it came
+    for result in browser.find_elements(By.CSS_SELECTOR, "[data-testid=result]"):
+        src = result.find_element(By.TAG_NAME, "img").get_attribute("src")
+        link = result.find_element(By.TAG_NAME, "a")
+        assert src.startswith(f"{gateway.url}/files/") and link.get_attribute("href") == src
+        gif = Image.open(io.BytesIO(requests.get(src, timeout=10).content))
+        assert gif.format == "GIF" and gif.is_animated and gif.n_frames > 5
+    assert not csp_violations(browser)
+    browser.execute_script("document.getElementById('results-section').scrollIntoView()")
+    screenshot(browser, "page-results.png")
+
+
+def test_paint_adds_to_the_outline(browser, gateway, drawing_file):
+    open_page(browser, gateway.url)
+    upload(browser, drawing_file)
+    wait(browser, joints_shown)
+    browser.find_element(By.CSS_SELECTOR, ".tool[data-tool=paint]").click()
+    overlay = browser.find_element(By.ID, "overlay")
+    # A stroke along the top of the photo, away from the figure.
+    top_left = -overlay.size["width"] // 2 + 20, -overlay.size["height"] // 2 + 20
+    ActionChains(browser).move_to_element_with_offset(overlay, *top_left).click_and_hold().move_by_offset(
+        80, 0
+    ).release().perform()  # fmt: skip
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
+    wait(browser, lambda d: d.execute_script(
+        "return window.sent.some(s => s.url.endsWith('/animate'))"))  # fmt: skip
+    sent = browser.execute_script("return window.sent.filter(s => s.url.endsWith('/animate'))")
+    mask = json.loads(sent[0]["fields"]["mask"])
+    assert mask["box"][1] < 40  # the painted stroke is part of the outline sent
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=result] img"))
+
+
+def test_a_page_without_a_figure_shows_an_error_in_words(browser, gateway, tmp_path):
+    blank = tmp_path / "blank.png"
+    blank.write_bytes(encode(np.full((500, 400, 3), 250, np.uint8)))
+    open_page(browser, gateway.url)
+    upload(browser, blank)
+    error = browser.find_element(By.CSS_SELECTOR, "[data-testid=error]")
+    wait(browser, lambda d: error.is_displayed())
+    assert "No drawn figure was found" in error.text
+    assert not joints_shown(browser)
+    screenshot(browser, "page-error.png")
+
+
+def test_a_phone_screen_fits_and_every_control_is_reachable(browser, gateway, drawing_file):
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})  # fmt: skip
+    browser.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": True})
+    try:
+        open_page(browser, gateway.url)
+        assert browser.execute_script("return innerWidth") == 390
+        upload(browser, drawing_file)
+        wait(browser, joints_shown)
+        screenshot(browser, "page-phone.png")
+        assert browser.execute_script(
+            "return document.documentElement.scrollWidth") <= 390  # fmt: skip
+        wide = browser.execute_script("""
+            return [...document.querySelectorAll('body *')].filter(e => {
+              const r = e.getBoundingClientRect();
+              return r.width && (r.left < -1 || r.right > innerWidth + 1)
+                && !e.classList.contains('visually-hidden');
+            }).map(e => e.id || e.tagName);""")  # fmt: skip
+        assert wide == []
+        controls = ["label.button", "[data-testid=joint]", ".tool", "#brush", "#reset",
+                    "[data-testid=motion]", "#format", "[data-testid=animate]"]  # fmt: skip
+        for selector in controls:
+            for element in browser.find_elements(By.CSS_SELECTOR, selector):
+                reachable = browser.execute_script("""
+                    const e = arguments[0];
+                    e.scrollIntoView({block: 'center'});
+                    const r = e.getBoundingClientRect();
+                    const x = r.left + r.width / 2, y = r.top + r.height / 2;
+                    const top = document.elementFromPoint(x, y);
+                    return r.width > 0 && x > 0 && x < innerWidth && y > 0 && y < innerHeight
+                      && (top === e || e.contains(top) || top.closest('label') === e
+                          // joints may overlap (eyes by the nose): one drags off the other
+                          || (e.matches('.joint') && top.matches('.joint')));""", element)  # fmt: skip
+                assert reachable, selector
+    finally:
+        browser.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": False})
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_with_an_api_key_the_page_asks_once(browser, servers, drawing_file):
+    locked = servers[1]
+    assert requests.get(f"{locked.url}/", timeout=5).status_code == 200  # no key for the page
+    assert requests.get(f"{locked.url}/static/app.js", timeout=5).status_code == 200
+    open_page(browser, locked.url)
+    browser.execute_script("sessionStorage.clear()")
+    upload(browser, drawing_file)
+    form = browser.find_element(By.ID, "key-form")
+    wait(browser, lambda d: form.is_displayed())
+    assert "API key" in browser.find_element(By.CSS_SELECTOR, "[data-testid=error]").text
+    browser.find_element(By.ID, "key").send_keys(KEY)
+    browser.find_element(By.CSS_SELECTOR, "#key-form button").click()
+    wait(browser, joints_shown)  # the upload went again, with the key
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=result] img"))
+    assert not form.is_displayed()  # asked once
+    sent = browser.execute_script("return window.sent")
+    assert [s["auth"] for s in sent if s["url"].endswith(("/annotate", "/animate"))] == [
+        None, f"Bearer {KEY}", f"Bearer {KEY}"]  # fmt: skip
+
+
+def test_the_page_carries_its_security_headers(gateway):
+    page = requests.get(f"{gateway.url}/", timeout=5)
+    assert page.headers["Content-Type"].startswith("text/html")
+    policy = page.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "'unsafe-inline'" not in policy
+    assert "frame-ancestors 'none'" in policy and "blob:" in policy
+    assert page.headers["X-Content-Type-Options"] == "nosniff"
+    assert page.headers["Referrer-Policy"] == "no-referrer"
+    assert "<script>" not in page.text  # no inline script, so nothing to hash
+    api = requests.get(f"{gateway.url}/motions", timeout=5)
+    assert api.status_code == 200 and api.headers["Content-Type"] == "application/json"
+    assert api.headers["Content-Security-Policy"].startswith("default-src 'none'")
+
+
+REAL_PHOTO = Path(__file__).resolve().parents[2].parent / "shared" / "real-dev" / "char4" / "original_img.png"  # fmt: skip
+
+
+def test_a_real_phone_photo(browser, gateway):
+    """A 3024x4032 phone photo of a real child's drawing (AnimatedDrawings' example, beside
+    the checkout): the joints land where /annotate put them, and it animates."""
+    if not REAL_PHOTO.exists():
+        pytest.skip(f"{REAL_PHOTO} is missing: the real drawings live beside the checkout")
+    browser.set_window_size(1100, 1300)
+    open_page(browser, gateway.url)
+    upload(browser, REAL_PHOTO)
+    wait(browser, joints_shown)
+    expected = requests.post(f"{gateway.url}/annotate", data=REAL_PHOTO.read_bytes(),
+                             headers={"Content-Type": "image/png"}, timeout=60).json()  # fmt: skip
+    assert expected["image"] == {"width": 3024, "height": 4032}
+    shown = joints(browser)
+    for name, point in zip(COCO_KEYPOINTS, expected["keypoints"], strict=True):
+        assert np.linalg.norm(np.subtract(shown[name], point[:2])) < 0.05 * 4032, name
+    browser.execute_script("document.getElementById('edit').scrollIntoView()")
+    screenshot(browser, "page-real.png")
+    for button in browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion]"):
+        if (button.get_attribute("aria-pressed") == "true") != (button.get_attribute("data-name") == "wave_hello"):  # fmt: skip
+            button.click()
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
+    wait(browser, lambda d: d.execute_script(
+        "const i = document.querySelector('[data-testid=result] img');"
+        "return i && i.complete && i.naturalWidth > 0"))  # fmt: skip
+    assert not csp_violations(browser)
+    browser.execute_script("document.getElementById('animate-section').scrollIntoView()")
+    screenshot(browser, "page-real-results.png")
