@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from animation.files import write_atomic
-from animation.formats import DEFAULT_FORMAT, FORMATS, format_for_path
+from animation.formats import DEFAULT_FORMAT, FORMATS, format_for_path, parse_colour
 from animation.roles import ROLES
 
 # The defaults of `animation.render.RenderOptions`, repeated so that `--help` and the
@@ -101,14 +101,6 @@ def output_format(out: Path, asked: str | None) -> str:
         suffixes = ", ".join(f.suffix for f in FORMATS.values())
         raise ValueError(f"--out {out.name}: unknown suffix; use {suffixes} or --format")
     return by_suffix or DEFAULT_FORMAT
-
-
-def parse_colour(text: str) -> tuple[int, int, int]:
-    """'#rrggbb' (or 'rrggbb') -> (r, g, b)."""
-    digits = text.removeprefix("#")
-    if len(digits) != 6 or any(c not in "0123456789abcdefABCDEF" for c in digits):
-        raise ValueError(f"--background must be #rrggbb, got {text!r}")
-    return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16)
 
 
 def _render(args: argparse.Namespace) -> None:
