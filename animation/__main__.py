@@ -5,7 +5,11 @@
                                [--size 256] [--fps 15] [--max-frames 150]
                                [--background '#ffffff'] [--map ROLE=JOINT ...]
                                [--start S] [--end S] [--joints-out FILE.json]
-    python -m animation motions [--json]
+                               [--motions-dir FOLDER]
+    python -m animation motions [--json] [--motions-dir FOLDER]
+
+`--motions-dir` adds every `*.bvh` of FOLDER to the motion table (with an optional
+`NAME.yaml` beside each), as the gateway's MOTIONS_DIR does: a bad file fails here too.
 
 The format is `--format`, else the suffix of `--out` (no suffix: GIF); a suffix of another
 known format than `--format` is an error, so GIF bytes never land under an .mp4 name.
@@ -77,7 +81,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     listing = commands.add_parser("motions", help="list the shipped motions")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
+    for command in (render, listing):
+        command.add_argument(
+            "--motions-dir", type=Path, metavar="FOLDER", help="add every *.bvh in FOLDER"
+        )
     return parser
+
+
+def _table(motions_dir: Path | None) -> dict:
+    """The motion table, with the folder's motions when one is given."""
+    from animation.motions import load_motion_folder, load_motion_table
+
+    table = load_motion_table()
+    return {**table, **load_motion_folder(motions_dir)} if motions_dir else table
 
 
 def _role_joint(text: str) -> tuple[str, str]:
@@ -124,6 +140,7 @@ def _render(args: argparse.Namespace) -> None:
     character = load_character(args.character)
     motion = load_motion(
         args.bvh if args.bvh else args.motion,
+        table=None if args.bvh else _table(args.motions_dir),
         up=args.up,
         joint_map=dict(args.map),
         start_s=args.start,
@@ -142,9 +159,10 @@ def _render(args: argparse.Namespace) -> None:
 
 
 def _motions(args: argparse.Namespace) -> None:
-    from animation.motions import load_motion, load_motion_table, motion_summary
+    from animation.motions import load_motion, motion_summary
 
-    rows = [motion_summary(load_motion(name), FPS, MAX_FRAMES) for name in load_motion_table()]
+    table = _table(args.motions_dir)
+    rows = [motion_summary(load_motion(name, table=table), FPS, MAX_FRAMES) for name in table]
     if args.json:
         print(json.dumps(rows, indent=2))
         return
