@@ -73,12 +73,12 @@ class Services:
 
         A MOTIONS_DIR that cannot be loaded (a malformed BVH, a motion whose joints cannot be
         found, a bad sidecar) raises ConfigError: the gateway does not start."""
-        self.pool.start()  # the workers warm up while this process reads the table
-        if self.config.motions_dir is not None:
+        if self.config.motions_dir is not None:  # checked before any worker reads it too
             try:
                 self.catalogue.load()
             except (MotionError, OSError) as exc:
                 raise ConfigError(f"MOTIONS_DIR {self.config.motions_dir}: {exc}") from exc
+        self.pool.start()  # the workers warm up while this process reads the table
         problem = self.catalogue.missing()
         if problem:
             log.error("motion table unusable: %s", problem)
