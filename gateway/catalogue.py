@@ -79,16 +79,12 @@ class MotionCatalogue:
         """Each motion's version (its table entry and BVH file), for the storage keys."""
         return {name: motion_version(spec) for name, spec in self.table.items()}
 
-    def load(self) -> None:
-        """Read and check everything now (at start): MotionError or OSError if unusable."""
-        self.defaults  # noqa: B018 - loads and checks the table
-        self.summary  # noqa: B018
-        self.versions  # noqa: B018
-
     def missing(self) -> str | None:
         """Why the motions cannot be served, or None (for /ready)."""
         try:
-            self.load()
+            self.defaults  # noqa: B018 - loads and checks the table
+            self.summary  # noqa: B018
+            self.versions  # noqa: B018
         except (MotionError, OSError, ValueError) as exc:
             return f"motions: {exc}"
         return None

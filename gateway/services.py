@@ -75,7 +75,7 @@ class Services:
         found, a bad sidecar) raises ConfigError: the gateway does not start."""
         if self.config.motions_dir is not None:  # checked before any worker reads it too
             try:
-                self.catalogue.load()
+                self.catalogue.table  # noqa: B018 - parses every file, finds its joints
             except (MotionError, OSError) as exc:
                 raise ConfigError(f"MOTIONS_DIR {self.config.motions_dir}: {exc}") from exc
         self.pool.start()  # the workers warm up while this process reads the table
