@@ -25,6 +25,7 @@ from gateway.parsing import MotionUpload
 from gateway.preprocess import ModelImage, decode_for_models
 
 MIN_FIGURE_FRACTION = 0.01  # of the crop; less is a speck, not a figure
+MAX_MESSAGE_CHARS = 2000  # of an error about an uploaded motion
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,11 @@ def read_motion(upload: MotionUpload) -> Motion:
     except BVHLimitError as exc:
         raise MotionTooLarge(f"{exc} (limit on {exc.limit})") from None
     except (BVHError, MotionError) as exc:
-        raise InvalidMotion(str(exc)) from None
+        # The message may list the file's joint names: the client's own, of any length.
+        message = str(exc)
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[:MAX_MESSAGE_CHARS] + "..."
+        raise InvalidMotion(message) from None
 
 
 def decode(data: bytes, max_pixels: int, max_side: int) -> ModelImage:

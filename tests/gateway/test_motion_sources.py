@@ -45,6 +45,11 @@ def test_an_upload_without_limbs_says_what_is_missing():
     # The map names a joint the file lacks: still the client's error, not a crash.
     with pytest.raises(InvalidMotion):
         read_motion(upload(convention("cmu_walk"), joint_map=(("left_elbow", "Nowhere"),)))
+    # Joint names of any length come back in the message, which stays short.
+    long_names = frames_only(10).replace(b"ROOT Hips", b"ROOT " + b"H" * 100_000)
+    with pytest.raises(InvalidMotion) as refused:
+        read_motion(upload(long_names))
+    assert len(refused.value.message) <= 2003 and refused.value.message.endswith("...")
 
 
 @pytest.mark.parametrize(
