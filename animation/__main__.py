@@ -5,7 +5,11 @@
                                [--size 256] [--fps 15] [--max-frames 150]
                                [--background '#ffffff'] [--map ROLE=JOINT ...]
                                [--start S] [--end S] [--joints-out FILE.json]
-    python -m animation motions [--json]
+                               [--motions-dir FOLDER]
+    python -m animation motions [--json] [--motions-dir FOLDER]
+
+`--motions-dir` adds every `*.bvh` of FOLDER to the motion table (with an optional
+`NAME.yaml` beside each), as the gateway's MOTIONS_DIR does: a bad file fails here too.
 
 The format is `--format`, else the suffix of `--out` (no suffix: GIF); a suffix of another
 known format than `--format` is an error, so GIF bytes never land under an .mp4 name.
@@ -22,7 +26,7 @@ import sys
 from pathlib import Path
 
 from animation.files import write_atomic
-from animation.formats import DEFAULT_FORMAT, FORMATS, format_for_path
+from animation.formats import DEFAULT_FORMAT, FORMATS, format_for_path, parse_colour
 from animation.roles import ROLES
 
 # The defaults of `animation.render.RenderOptions`, repeated so that `--help` and the
@@ -77,7 +81,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     listing = commands.add_parser("motions", help="list the shipped motions")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
+    for command in (render, listing):
+        command.add_argument(
+            "--motions-dir", type=Path, metavar="FOLDER", help="add every *.bvh in FOLDER"
+        )
     return parser
+
+
+def _table(motions_dir: Path | None) -> dict:
+    """The motion table, with the folder's motions when one is given."""
+    from animation.motions import load_motion_folder, load_motion_table
+
+    table = load_motion_table()
+    return {**table, **load_motion_folder(motions_dir)} if motions_dir else table
 
 
 def _role_joint(text: str) -> tuple[str, str]:
@@ -103,14 +119,6 @@ def output_format(out: Path, asked: str | None) -> str:
     return by_suffix or DEFAULT_FORMAT
 
 
-def parse_colour(text: str) -> tuple[int, int, int]:
-    """'#rrggbb' (or 'rrggbb') -> (r, g, b)."""
-    digits = text.removeprefix("#")
-    if len(digits) != 6 or any(c not in "0123456789abcdefABCDEF" for c in digits):
-        raise ValueError(f"--background must be #rrggbb, got {text!r}")
-    return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16)
-
-
 def _render(args: argparse.Namespace) -> None:
     if args.up and not args.bvh:
         raise ValueError("--up applies to --bvh only")
@@ -132,6 +140,7 @@ def _render(args: argparse.Namespace) -> None:
     character = load_character(args.character)
     motion = load_motion(
         args.bvh if args.bvh else args.motion,
+        table=None if args.bvh else _table(args.motions_dir),
         up=args.up,
         joint_map=dict(args.map),
         start_s=args.start,
@@ -150,9 +159,10 @@ def _render(args: argparse.Namespace) -> None:
 
 
 def _motions(args: argparse.Namespace) -> None:
-    from animation.motions import load_motion, load_motion_table, motion_summary
+    from animation.motions import load_motion, motion_summary
 
-    rows = [motion_summary(load_motion(name), FPS, MAX_FRAMES) for name in load_motion_table()]
+    table = _table(args.motions_dir)
+    rows = [motion_summary(load_motion(name, table=table), FPS, MAX_FRAMES) for name in table]
     if args.json:
         print(json.dumps(rows, indent=2))
         return

@@ -48,6 +48,14 @@ def check_format(name: str) -> OutputFormat:
     return FORMATS[name]
 
 
+def parse_colour(text: str) -> tuple[int, int, int]:
+    """'#rrggbb' (or 'rrggbb') -> (r, g, b); ValueError otherwise."""
+    digits = text.strip().removeprefix("#")
+    if len(digits) != 6 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+        raise ValueError(f"background must be #rrggbb, got {text!r}")
+    return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16)
+
+
 def encode(
     name: str,
     chunks: Iterable[np.ndarray],

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import yaml
 
-from animation.bvh import BVH, FILE_LIMITS, BVHError, BVHLimits, load_bvh
+from animation.bvh import BVH, FILE_LIMITS, BVHError, BVHLimits, load_bvh, rest_positions
 from animation.orientation import detect_up
 from animation.roles import ROLES, RoleError, bone_map, find_roles
 from animation.roles import joint_role as joint_role  # re-exported: a motion's joint names
@@ -226,6 +227,20 @@ def _resolve_bones(bvh: BVH, bones: dict[str, tuple[str, str]]) -> dict[str, tup
     return out
 
 
+def _check_bone_lengths(bvh: BVH, bones: dict[str, tuple[int, int]]) -> None:
+    """MotionError when a driven bone has no length in the rest pose: it gives the character's
+    bone no direction (a file whose OFFSETs are all zero, say)."""
+    rest = rest_positions(bvh)
+    lengths = {j: float(np.linalg.norm(rest[b] - rest[a])) for j, (a, b) in bones.items()}
+    longest = max(lengths.values(), default=0.0)
+    short = [j for j, length in lengths.items() if not length > 1e-9 * longest]
+    if short:
+        raise MotionError(
+            f"{bvh.source}: the bones for {', '.join(short)} have no length in the rest pose "
+            "(their joints' OFFSETs are zero)"
+        )
+
+
 def _roles_of_bones(bones: dict[str, tuple[int, int]]) -> dict[str, int]:
     """The body points a complete bone map drives from (its older, lower-level form)."""
     roles = {"hips": bones["torso"][0], "chest": bones["torso"][1]}
@@ -298,6 +313,7 @@ def motion_from_spec(
             raise MotionError(str(exc)) from exc
         names = {**auto, **names}
     bones = _resolve_bones(bvh, names)
+    _check_bone_lengths(bvh, bones)
     roles = _roles_of_bones(bones)
     up = up or spec.up
     if up is not None and up.lstrip("+-") not in UP_AXES:

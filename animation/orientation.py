@@ -24,6 +24,7 @@ from animation.bvh import BVH, rest_positions
 
 AXES = ("x", "y", "z")
 FACING_SMOOTHING_S = 0.5  # sigma of the Gaussian over time of the facing direction
+MAX_SMOOTHING_FRAMES = 500.0  # that sigma at 1000 fps
 _UPRIGHT = 0.5  # mean cosine of the body with an axis needed to call that axis up
 _UP_SAMPLES = 600  # frames looked at to find up
 
@@ -94,10 +95,15 @@ def body_axes(
     # Smoothing unit vectors (not angles) needs no unwrapping; frames where the shoulders and
     # hips give no direction (both lines along the up axis) borrow it from their neighbours.
     weight = (norm[:, 0] > 1e-9 * max(float(norm.max()), 1e-12)).astype(np.float64)
-    sigma = smoothing_s / frame_time
+    # Bounded: a file's absurd Frame Time (an upload's 1e-12 s) must not ask for 10^12 taps,
+    # nor a vast one (1e300 s) for a zero sigma; no real capture runs above 1000 fps.
+    sigma = min(smoothing_s / frame_time, MAX_SMOOTHING_FRAMES)
     from scipy.ndimage import gaussian_filter1d  # here: `animation motions` needs no scipy
 
-    smooth = gaussian_filter1d(unit * weight[:, None], sigma, axis=0, mode="nearest")
+    weighted = unit * weight[:, None]
+    smooth = (
+        gaussian_filter1d(weighted, sigma, axis=0, mode="nearest") if sigma > 0.01 else weighted
+    )
     norm = np.linalg.norm(smooth, axis=1, keepdims=True)
     fallback = _default_lateral(up_v)
     lateral = np.where(norm > 1e-6, smooth / np.maximum(norm, 1e-12), fallback)

@@ -2,15 +2,18 @@
 
     make run                        # in another terminal (or any gateway + TorchServe)
     python -m gateway.bench [--url http://127.0.0.1:5000] [--runs 7] [--load-s 20]
+                            [--format gif|webp|mp4] [--bvh FILE]
 
 1. One client, default options (the default motions, 256 px, 15 fps): each run posts the
    sample drawing with one pixel changed, so nothing is served from storage and every stage
    runs. Prints p50 / p90 of the whole request, the p50 of each stage (from Server-Timing),
-   and the ratio of the p50 to the 1.5 s target.
+   and the ratio of the p50 to the 1.5 s target, then the bytes of the last run's files.
 2. /health while renders keep every render worker busy: p50 / p99 / max, ratio to 50 ms.
 
 `--skip-models` sends the sample's true box and joints (sample_drawing.json) as `bbox` and
-`keypoints`, to measure the gateway's own stages without TorchServe.
+`keypoints`, to measure the gateway's own stages without TorchServe. `--format` asks for
+WebP or MP4 instead of GIF. `--bvh FILE` sends that BVH with each request (multipart, part
+`bvh`): the uploaded motion alone is rendered, and its reading shows as the `motion` stage.
 """
 
 from __future__ import annotations
@@ -46,11 +49,17 @@ def unique_drawing(pixels: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def animate(url: str, pixels: np.ndarray, params: dict) -> tuple[float, dict[str, float]]:
+def animate(
+    url: str, pixels: np.ndarray, params: dict, bvh: Path | None = None
+) -> tuple[float, dict[str, float], dict]:
     body = unique_drawing(pixels)
+    if bvh is None:
+        post = {"data": body, "headers": {"Content-Type": "image/png"}, "params": params}
+    else:
+        parts = {"image": ("drawing.png", body, "image/png"), "bvh": (bvh.name, bvh.read_bytes())}
+        post = {"files": parts, "data": params}
     started = time.perf_counter()
-    reply = requests.post(f"{url}/animate", data=body, headers={"Content-Type": "image/png"},
-                          params=params, timeout=120)  # fmt: skip
+    reply = requests.post(f"{url}/animate", timeout=120, **post)
     elapsed = time.perf_counter() - started
     if reply.status_code != 200:
         raise SystemExit(f"POST /animate answered {reply.status_code}: {reply.text[:300]}")
@@ -58,24 +67,31 @@ def animate(url: str, pixels: np.ndarray, params: dict) -> tuple[float, dict[str
     for entry in reply.headers.get("Server-Timing", "").split(","):
         name, _, dur = entry.strip().partition(";dur=")
         stages[name] = float(dur) / 1000
-    return elapsed, stages
+    return elapsed, stages, reply.json()
 
 
-def bench_latency(url: str, pixels: np.ndarray, params: dict, runs: int) -> None:
-    animate(url, pixels, params)  # warm-up: connection pools, first-use caches
-    results = [animate(url, pixels, params) for _ in range(runs)]
-    totals = np.array([t for t, _ in results])
+def bench_latency(
+    url: str, pixels: np.ndarray, params: dict, runs: int, bvh: Path | None = None
+) -> None:
+    animate(url, pixels, params, bvh)  # warm-up: connection pools, first-use caches
+    results = [animate(url, pixels, params, bvh) for _ in range(runs)]
+    totals = np.array([t for t, _, _ in results])
     p50 = float(np.median(totals))
-    print(f"full request, 1 client, default options, {runs} runs (each a new drawing):")
+    fmt = params.get("format", "gif")
+    motions = f"uploaded {bvh.name}" if bvh else "default options"
+    print(f"full request, 1 client, {motions}, {fmt}, {runs} runs (each a new drawing):")
     print(f"  p50 {p50:.3f} s   p90 {np.percentile(totals, 90):.3f} s   "
           f"min {totals.min():.3f} s   max {totals.max():.3f} s")  # fmt: skip
     print(f"  p50 / target {TARGET_P50_S} s = {p50 / TARGET_P50_S:.2f}"
           f"   (first version's best 30 s / p50 = {30 / p50:.1f}x)")  # fmt: skip
     names = list(results[0][1])
     split = ", ".join(
-        f"{n} {np.median([s.get(n, 0) for _, s in results]) * 1000:.0f} ms" for n in names
+        f"{n} {np.median([s.get(n, 0) for _, s, _ in results]) * 1000:.0f} ms" for n in names
     )
     print(f"  per stage p50: {split}")
+    sizes = {m: len(requests.get(u, timeout=30).content) for m, u in results[-1][2].items()}
+    print(f"  {fmt} bytes per motion: " + ", ".join(f"{m} {n:,}" for m, n in sizes.items())
+          + f"; median {int(np.median(list(sizes.values()))):,}")  # fmt: skip
 
 
 def bench_health(url: str, pixels: np.ndarray, params: dict, clients: int, seconds: float) -> None:
@@ -117,15 +133,18 @@ def main() -> None:
     parser.add_argument("--load-s", type=float, default=20.0, help="seconds of /health polling")
     parser.add_argument("--skip-models", action="store_true",
                         help="send the sample's bbox and keypoints: no TorchServe calls")  # fmt: skip
+    parser.add_argument("--format", choices=("gif", "webp", "mp4"), default="gif")
+    parser.add_argument("--bvh", type=Path, help="send this BVH with each request")
     args = parser.parse_args()
     pixels = np.asarray(Image.open(SAMPLE).convert("RGB"))
-    params = {}
+    params = {"format": args.format}
     if args.skip_models:
-        params = {k: json.dumps(v) for k, v in json.loads(SAMPLE_LABELS.read_text()).items()}
+        labels = json.loads(SAMPLE_LABELS.read_text())
+        params.update({k: json.dumps(v) for k, v in labels.items()})
     ready = requests.get(f"{args.url}/ready", timeout=10)
     if ready.status_code != 200:
         raise SystemExit(f"{args.url} is not ready: {ready.text}")
-    bench_latency(args.url, pixels, params, args.runs)
+    bench_latency(args.url, pixels, params, args.runs, args.bvh)
     bench_health(args.url, pixels, params, args.clients, args.load_s)
 
 

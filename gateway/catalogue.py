@@ -1,28 +1,54 @@
-"""The motions this gateway can render: names, defaults, and what /motions shows of them."""
+"""The motions this gateway can render: names, defaults, and what /motions shows of them.
+
+The table is the shipped one (`bvh/motions.yaml`) plus, with MOTIONS_DIR set, every
+`*.bvh` in that folder (a folder motion with a shipped motion's name replaces it). The
+gateway process and every render worker read it the same way: `motion_table(folder)`.
+"""
 
 from __future__ import annotations
 
 import threading
 from functools import cached_property
+from pathlib import Path
 
-from animation.motions import MotionError, default_motions, load_motion, load_motion_table
-from animation.timing import frame_schedule
+from animation.motions import (
+    MotionError,
+    MotionSpec,
+    default_motions,
+    load_motion,
+    load_motion_folder,
+    load_motion_table,
+    motion_summary,
+)
 from animation.version import motion_version
 from gateway.parsing import DEFAULT_FPS
 
 MAX_FRAMES = 150  # animation.render's default cap
 
 
+def motion_table(motions_dir: str | Path | None) -> dict[str, MotionSpec]:
+    """The shipped motion table, with every motion of `motions_dir` (when given) added.
+
+    Parses every file of the folder: a bad one raises MotionError naming it (and its line)."""
+    table = load_motion_table()
+    if motions_dir is None:
+        return table
+    return {**table, **load_motion_folder(motions_dir)}
+
+
 class MotionCatalogue:
     """Loaded on first use (the BVH files are parsed once per process), then read-only."""
 
-    def __init__(self, configured_defaults: tuple[str, ...]) -> None:
+    def __init__(
+        self, configured_defaults: tuple[str, ...], motions_dir: Path | None = None
+    ) -> None:
         self._configured_defaults = configured_defaults
+        self.motions_dir = motions_dir
         self._lock = threading.Lock()
 
     @cached_property
-    def table(self) -> dict:
-        return load_motion_table()
+    def table(self) -> dict[str, MotionSpec]:
+        return motion_table(self.motions_dir)
 
     @property
     def names(self) -> list[str]:
@@ -38,20 +64,14 @@ class MotionCatalogue:
 
     @cached_property
     def summary(self) -> list[dict]:
-        """Name, duration and frame count at the default fps of every motion."""
+        """Each motion at the default fps: name, duration, frames, what a long clip loses
+        (`rendered_s`, `cut_s`), whether it is a default, description."""
         with self._lock:
             out = []
-            for name, spec in self.table.items():
-                duration = load_motion(name).duration_s
-                times, _ = frame_schedule(duration, DEFAULT_FPS, MAX_FRAMES)
-                out.append({
-                    "name": name,
-                    "duration_s": round(duration, 3),
-                    "frames": len(times),
-                    "fps": DEFAULT_FPS,
-                    "default": name in self.defaults,
-                    "description": spec.description,
-                })  # fmt: skip
+            for name in self.table:
+                motion = load_motion(name, table=self.table)
+                row = motion_summary(motion, DEFAULT_FPS, MAX_FRAMES)
+                out.append({**row, "default": name in self.defaults})
             return out
 
     @cached_property

@@ -60,6 +60,7 @@ class Config:
     model_timeout_s: float = 10.0
     storage_timeout_s: float = 10.0
     default_motions: tuple[str, ...] = ()  # empty: the motion table's defaults
+    motions_dir: Path | None = None  # every *.bvh in it joins the motion table at start
     api_key: str | None = field(default=None, repr=False)
     model_input_px: int = 1000
     log_level: str = "INFO"
@@ -76,6 +77,8 @@ class Config:
                 raise ConfigError(f"{name.upper()} must be positive")
         if self.storage_min_free_bytes < 0:
             raise ConfigError("STORAGE_MIN_FREE_BYTES must not be negative")
+        if self.motions_dir is not None and not self.motions_dir.is_dir():
+            raise ConfigError(f"MOTIONS_DIR {str(self.motions_dir)!r} is not a directory")
         if not self.storage_url.startswith(("file://", "s3://")):
             raise ConfigError(
                 f"STORAGE_URL must be file://PATH or s3://bucket/prefix, got {self.storage_url!r}"
@@ -118,6 +121,7 @@ class Config:
             model_timeout_s=number("MODEL_TIMEOUT_S", float, d["model_timeout_s"].default),
             storage_timeout_s=number("STORAGE_TIMEOUT_S", float, d["storage_timeout_s"].default),
             default_motions=tuple(m.strip() for m in motions.split(",") if m.strip()),
+            motions_dir=Path(env["MOTIONS_DIR"]).resolve() if "MOTIONS_DIR" in env else None,
             api_key=env.get("API_KEY"),
             model_input_px=int(number("MODEL_INPUT_PX", int, d["model_input_px"].default)),
             log_level=env.get("LOG_LEVEL", d["log_level"].default).upper(),

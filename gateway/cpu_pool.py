@@ -9,7 +9,8 @@ the socket. Everything on the parent's side is gevent's own (sockets, subprocess
 patched process or not, so that read yields to other greenlets and `/health` keeps
 answering while every core renders.
 
-A worker runs one task at a time; a task waits for a free worker at most `wait_s` (the
+A fresh worker first runs the pool's `setup` call (loading the motion table, say), then
+says it is ready. A worker runs one task at a time; a task waits for a free worker at most `wait_s` (the
 admission policy's queue timeout: the pool has no queue policy of its own, and admission
 already bounds how many tasks can wait). Abandoning a task (its greenlet killed because the client
 left or a sibling task failed) kills that worker process and starts a fresh one, so no CPU
@@ -83,8 +84,11 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
+Setup = tuple[Callable, tuple]  # (function, args), run by each worker before it is ready
+
+
 class _Worker:
-    def __init__(self) -> None:
+    def __init__(self, setup: Setup | None) -> None:
         parent, child = gsocket.socketpair()
         try:
             self.proc = gsubprocess.Popen(
@@ -95,6 +99,7 @@ class _Worker:
             child.close()
         self.sock = parent
         self.ready = False
+        send_frame(self.sock, setup)  # the worker's first frame, read before it says ready
 
     def wait_ready(self) -> None:
         hello = recv_frame(self.sock)
@@ -129,11 +134,14 @@ class _Worker:
 
 
 class CpuPool:
-    """`size` worker processes; `run(fn, *args)` runs `fn(*args)` in one of them."""
+    """`size` worker processes; `run(fn, *args)` runs `fn(*args)` in one of them.
 
-    def __init__(self, size: int, wait_s: float = 30.0) -> None:
+    `setup` is `(fn, args)` each worker runs once, before it takes tasks."""
+
+    def __init__(self, size: int, wait_s: float = 30.0, setup: Setup | None = None) -> None:
         self.size = size
         self.wait_s = wait_s
+        self.setup = setup
         self._idle: Queue = Queue()
         self._all: set[_Worker] = set()
         self._busy = 0
@@ -152,7 +160,7 @@ class CpuPool:
     def _spawn(self) -> None:
         if self._closed:
             return
-        worker = _Worker()
+        worker = _Worker(self.setup)
         self._all.add(worker)
         gevent.spawn(self._admit, worker)
 

@@ -1,6 +1,7 @@
 """Entry point of one render worker process: `python -m gateway.cpu_worker FD`.
 
-Reads `(function, args)` frames from the socket FD, runs them, writes `("ok", result)` or
+Runs the pool's setup call (the first frame: `(function, args)` or None), says ready, then
+reads `(function, args)` frames from the socket FD, runs them, writes `("ok", result)` or
 `("err", exception)` back. Exits when the gateway closes the socket, and dies with it if
 the gateway is killed outright.
 """
@@ -27,9 +28,10 @@ def _die_with_parent() -> None:
 
 
 def serve(sock: socket.socket) -> None:
-    from gateway import cpu_tasks  # heavy imports happen here, before "ready"
-
-    cpu_tasks.warm_up()
+    setup = recv_frame(sock)  # heavy imports and warm-up happen here, before "ready"
+    if setup is not None:
+        fn, args = setup
+        fn(*args)
     send_frame(sock, ("ready", os.getpid()))
     while True:
         try:

@@ -1,9 +1,10 @@
 """One /animate request from bytes to URLs (and one /annotate request, its first half):
 the stages, in order, and their timings.
 
-lookup (storage) -> queue (admission) -> the figure stage (figure_stage.py: decode ->
-detect -> pose -> segment) -> rig + render (worker processes) -> upload. Motions already in storage for this image, these options and these
-versions (renderer, motion, models) are not rendered again, and an answer wholly from
+lookup (storage) -> queue (admission) -> motion (an uploaded BVH read, in a worker process)
+-> the figure stage (figure_stage.py: decode -> detect -> pose -> segment) -> rig + render
+(worker processes) -> upload. Motions already in storage for this image, these options and
+these versions (renderer, motion, models) are not rendered again, and an answer wholly from
 storage takes no render slot. The detector and the pose estimator run once per request,
 whatever the number of motions.
 """
@@ -14,6 +15,8 @@ import hashlib
 import logging
 import time
 
+from animation.motions import Motion
+from animation.render import RenderOptions
 from animation.version import renderer_version
 from gateway import cpu_tasks, metrics
 from gateway.admission import Admission
@@ -34,7 +37,7 @@ log = logging.getLogger("gateway.pipeline")
 PREPARATION_VERSION = 3
 
 
-def _split(names: list[str], parts: int) -> list[list[str]]:
+def _split(names: list, parts: int) -> list[list]:
     """Motions dealt round-robin into `parts` non-empty chunks, one per idle render worker."""
     parts = max(1, min(parts, len(names)))
     return [names[i::parts] for i in range(parts)]
@@ -76,8 +79,11 @@ class AnimationPipeline:
             "models": self.models.versions(model_roles(options)),
         }
         image_sha = hashlib.sha256(job.image).hexdigest()
-        motions = self.catalogue.versions
-        return {m: animation_key(image_sha, fields, m, motions[m]) for m in options.motions}
+        versions = dict(self.catalogue.versions)
+        if job.motion_upload is not None:  # its file's content and retarget options
+            versions[job.motion_upload.name] = job.motion_upload.version()
+        return {m: animation_key(image_sha, fields, m, versions[m], options.suffix)
+                for m in job.motions}  # fmt: skip
 
     def _storage_call(self, operation: str, fn, *args):
         try:
@@ -87,7 +93,8 @@ class AnimationPipeline:
             raise
 
     def run(self, job: AnimateRequest, timer: StageTimer, host_url: str, client=None) -> dict:
-        """{motion: URL} for every requested motion, rendering only what storage lacks."""
+        """{motion: URL} for every requested motion (an uploaded one last), rendering only
+        what storage lacks."""
         with timer.stage("lookup"):
             keys = self.keys(job)
             found = run_all(
@@ -99,14 +106,16 @@ class AnimationPipeline:
         else:
             with self.admission.admit() as waited_s:
                 timer.add("queue", waited_s)
-                gifs = self._render(job, missing, timer, client)
+                files = self._render(job, missing, timer, client)
+                content_type = job.options.content_type
                 with timer.stage("upload"):
                     run_all(
                         self._storage_call,
-                        [("upload", self.storage.put, keys[m], gifs[m]) for m in missing],
-                    )
+                        [("upload", self.storage.put, keys[m], files[m], content_type)
+                         for m in missing],
+                    )  # fmt: skip
         # Only now, with every object stored, are URLs handed out.
-        return {m: self.storage.url(keys[m], host_url) for m in job.options.motions}
+        return {m: self.storage.url(keys[m], host_url) for m in job.motions}
 
     def annotate(self, job: AnnotateRequest, timer: StageTimer, client=None) -> dict:
         """/annotate: the figure stage alone, under the same admission as a render."""
@@ -116,22 +125,33 @@ class AnimationPipeline:
         return figure.annotation()
 
     def _render(self, job: AnimateRequest, motions: list[str], timer: StageTimer, client) -> dict:
+        upload = job.motion_upload
+        todo: list[str | Motion] = list(motions)
+        if upload is not None and upload.name in motions:
+            # Read before any model is asked: a malformed file is the client's error, fast.
+            with timer.stage("motion"):
+                custom = self.pool.map(cpu_tasks.read_motion, [(upload,)], client)[0]
+            todo[motions.index(upload.name)] = custom
         figure = self.figures.find(job.image, job.options.figure, timer, client)
-        return self._animate(figure, motions, job.options, timer, client)
+        return self._animate(figure, todo, job.options, timer, client)
 
     def _animate(
-        self, figure: Figure, motions: list[str], options, timer: StageTimer, client
+        self, figure: Figure, motions: list[str | Motion], options, timer: StageTimer, client
     ) -> dict:
-        """GIF bytes per motion, the motions shared out over the idle render workers."""
+        """A file's bytes per motion, the motions shared out over the idle render workers."""
         chunks = _split(motions, max(1, self.pool.idle))
-        size, fps = options.size, options.fps
+        render = RenderOptions(
+            size=options.size, fps=options.fps, format=options.format,
+            background=options.background,
+        )  # fmt: skip
         start = time.perf_counter()
         metrics.RENDER_WORKERS_BUSY.inc(len(chunks))
         try:
             results = self.pool.map(
                 cpu_tasks.animate,
                 [
-                    (figure.crop, figure.keypoints[:, :2], figure.mask.mask, chunk, size, fps)
+                    (figure.crop, figure.keypoints[:, :2], figure.mask.mask, chunk, render,
+                     self.config.motions_dir)
                     for chunk in chunks
                 ],  # fmt: skip
                 client,
@@ -143,4 +163,4 @@ class AnimationPipeline:
         rig = min(wall, max(r.rig_s for r in results))
         timer.add("rig", rig)
         timer.add("render", wall - rig)
-        return {name: gif for r in results for name, gif in r.gifs.items()}
+        return {name: data for r in results for name, data in r.files.items()}

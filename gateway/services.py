@@ -13,10 +13,11 @@ from dataclasses import dataclass
 import gevent
 from flask import Flask, current_app
 
-from gateway import metrics
+from animation.motions import MotionError
+from gateway import cpu_tasks, metrics
 from gateway.admission import Admission
 from gateway.catalogue import MotionCatalogue
-from gateway.config import Config
+from gateway.config import Config, ConfigError
 from gateway.cpu_pool import CpuPool
 from gateway.pipeline import AnimationPipeline
 from gateway.storage import Storage, open_storage
@@ -52,19 +53,32 @@ class Services:
             timeout_s=config.storage_timeout_s,
             min_free_bytes=config.storage_min_free_bytes,
         )
-        # The pool waits for a worker no longer than admission lets a request queue.
-        pool = CpuPool(config.render_workers, wait_s=config.queue_timeout_s)
+        # The pool waits for a worker no longer than admission lets a request queue. Each
+        # worker loads the motion table (MOTIONS_DIR's motions too) before its first task.
+        pool = CpuPool(
+            config.render_workers,
+            wait_s=config.queue_timeout_s,
+            setup=(cpu_tasks.warm_up, (config.motions_dir,)),
+        )
         admission = Admission(
             config.max_inflight, config.max_queue, config.queue_timeout_s, config.retry_after_s
         )
-        catalogue = MotionCatalogue(config.default_motions)
+        catalogue = MotionCatalogue(config.default_motions, config.motions_dir)
         pipeline = AnimationPipeline(config, models, storage, pool, admission, catalogue)
         return cls(config, models, storage, pool, admission, catalogue, pipeline)
 
     def start(self) -> None:
         """Start the render workers, load the motion table and learn the models' versions
-        (in the background: TorchServe may still be loading) before the first request."""
-        self.pool.start()
+        (in the background: TorchServe may still be loading) before the first request.
+
+        A MOTIONS_DIR that cannot be loaded (a malformed BVH, a motion whose joints cannot be
+        found, a bad sidecar) raises ConfigError: the gateway does not start."""
+        if self.config.motions_dir is not None:  # checked before any worker reads it too
+            try:
+                self.catalogue.table  # noqa: B018 - parses every file, finds its joints
+            except (MotionError, OSError) as exc:
+                raise ConfigError(f"MOTIONS_DIR {self.config.motions_dir}: {exc}") from exc
+        self.pool.start()  # the workers warm up while this process reads the table
         problem = self.catalogue.missing()
         if problem:
             log.error("motion table unusable: %s", problem)

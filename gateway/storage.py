@@ -1,8 +1,10 @@
-"""Where the GIFs go: a local folder (served by the gateway at /files/) or an S3 bucket.
+"""Where the animations go: a local folder (served by the gateway at /files/) or an S3 bucket.
 
-Keys come from the image's content hash and everything else that decides the GIF
+Keys come from the image's content hash and everything else that decides the file
 (`animation_key`: render options, renderer, motion and model versions), so a repeated
-request finds its GIFs already stored, and a changed renderer or model renders anew.
+request finds its animations already stored, and a changed renderer or model renders anew.
+A key ends in its format's suffix (`.gif`, `.webp`, `.mp4`); the content type goes with
+the object (S3) or is read from that suffix (/files/).
 Writes are atomic (a local file appears complete or not at all; an S3 PUT is
 all-or-nothing) and a URL is only handed out for an object that was stored.
 """
@@ -26,18 +28,21 @@ WRITE_CHECK_TTL_S = 10.0
 WRITE_CHECK_KEY = ".ready-check"
 
 
-def animation_key(image_sha256: str, fields: dict, motion: str, motion_version: str) -> str:
-    """`<2 hex>/<digest>/<motion_version>/<motion>.gif`, the digest over the image and every
-    field given (JSON-able: render options, renderer and model versions) in any order.
+def animation_key(
+    image_sha256: str, fields: dict, motion: str, motion_version: str, suffix: str = ".gif"
+) -> str:
+    """`<2 hex>/<digest>/<motion_version>/<motion><suffix>`, the digest over the image and
+    every field given (JSON-able: render options, renderer and model versions) in any order.
 
     One folder per drawing and options; the file keeps the motion's name for downloads."""
     canonical = json.dumps({"image": image_sha256, **fields}, sort_keys=True)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:40]
-    return f"{digest[:2]}/{digest}/{motion_version}/{motion}.gif"
+    return f"{digest[:2]}/{digest}/{motion_version}/{motion}{suffix}"
 
 
 class FileStorage:
-    """GIFs under a local folder; URLs point at the gateway's own /files/ route."""
+    """Animations under a local folder; URLs point at the gateway's own /files/ route, which
+    serves each with the content type its suffix names."""
 
     def __init__(
         self, root: str | Path, public_base_url: str | None = None, min_free_bytes: int = 0
@@ -55,11 +60,13 @@ class FileStorage:
     def exists(self, key: str) -> bool:
         return self.path_of(key).is_file()
 
-    def put(self, key: str, data: bytes) -> None:
+    def put(self, key: str, data: bytes, content_type: str) -> None:
+        """Store `data` under `key` (its suffix says its type when served; `content_type`
+        is for backends that keep it beside the object)."""
         path = self.path_of(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".gif")
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
             try:
                 with os.fdopen(fd, "wb") as out:
                     out.write(data)
@@ -90,7 +97,7 @@ class FileStorage:
 
 
 class S3Storage:
-    """GIFs in `s3://bucket/prefix`; presigned GET URLs unless PUBLIC_BASE_URL is set.
+    """Animations in `s3://bucket/prefix`, each with its content type; presigned GET URLs unless PUBLIC_BASE_URL is set.
 
     Credentials come from the standard AWS chain (environment, profile, instance role).
     """
@@ -142,10 +149,10 @@ class S3Storage:
             self._write_check = (-WRITE_CHECK_TTL_S, None)  # /ready asks again
             raise StorageUnavailable(f"storage lookup failed: {exc}") from exc
 
-    def put(self, key: str, data: bytes) -> None:
+    def put(self, key: str, data: bytes, content_type: str) -> None:
         try:
             self.client.put_object(
-                Bucket=self.bucket, Key=self._object(key), Body=data, ContentType="image/gif",
+                Bucket=self.bucket, Key=self._object(key), Body=data, ContentType=content_type,
                 CacheControl="public, max-age=31536000, immutable",
             )  # fmt: skip
         except self._errors as exc:

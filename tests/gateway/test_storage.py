@@ -30,11 +30,19 @@ def test_keys_depend_on_image_fields_and_motion_only():
     assert animation_key(SHA, OPTIONS, "zombie", "v7").split("/")[:2] == key.split("/")[:2]
 
 
+def test_keys_end_in_the_formats_suffix():
+    webp = animation_key(SHA, {**OPTIONS, "format": "webp"}, "dab", "v1", ".webp")
+    mp4 = animation_key(SHA, {**OPTIONS, "format": "mp4"}, "dab", "v1", ".mp4")
+    assert webp.endswith("/v1/dab.webp") and mp4.endswith("/v1/dab.mp4")
+    assert len({webp.split("/")[1], mp4.split("/")[1], animation_key(SHA, OPTIONS, "dab", "v1")
+                .split("/")[1]}) == 3  # fmt: skip
+
+
 def test_file_storage_writes_atomically_and_builds_urls(tmp_path):
     storage = FileStorage(tmp_path / "gifs")
     key = animation_key(SHA, OPTIONS, "dab", "v1")
     assert storage.missing() is None and not storage.exists(key)
-    storage.put(key, b"GIF89a...")
+    storage.put(key, b"GIF89a...", "image/gif")
     assert storage.exists(key) and (tmp_path / "gifs" / key).read_bytes() == b"GIF89a..."
     assert not [p for p in (tmp_path / "gifs").rglob(".tmp-*")]
     assert storage.url(key, "http://h:5000/") == f"http://h:5000/files/{key}"
@@ -46,7 +54,7 @@ def test_file_storage_writes_atomically_and_builds_urls(tmp_path):
 def test_file_storage_refuses_keys_outside_its_folder(tmp_path):
     storage = FileStorage(tmp_path / "gifs")
     with pytest.raises(ValueError):
-        storage.put("../escape.gif", b"x")
+        storage.put("../escape.gif", b"x", "image/gif")
     assert not (tmp_path / "escape.gif").exists()
 
 
@@ -55,7 +63,7 @@ def test_file_storage_failure_is_storage_unavailable(tmp_path):
     storage = FileStorage(tmp_path / "gifs")
     assert storage.missing() is not None
     with pytest.raises(StorageUnavailable):
-        storage.put(animation_key(SHA, OPTIONS, "dab", "v1"), b"x")
+        storage.put(animation_key(SHA, OPTIONS, "dab", "v1"), b"x", "image/gif")
 
 
 def test_file_storage_is_not_ready_below_its_free_space_floor(tmp_path):
@@ -84,13 +92,18 @@ def test_s3_storage_round_trip_with_presigned_urls(s3_server, monkeypatch):
                            presign_expiry_s=60)  # fmt: skip
     key = animation_key(SHA, OPTIONS, "dab", "v1")
     assert storage.missing() is None and not storage.exists(key)
-    storage.put(key, b"GIF89a-bytes")
+    storage.put(key, b"GIF89a-bytes", "image/gif")
     assert storage.exists(key)
     url = storage.url(key, "http://ignored/")
     assert "X-Amz-Signature=" in url and f"/{bucket}/anim/{key}" in url
     reply = requests.get(url, timeout=5)
     assert reply.status_code == 200 and reply.content == b"GIF89a-bytes"
     assert reply.headers["Content-Type"] == "image/gif"
+    # Each object keeps the content type it was stored with.
+    video = animation_key(SHA, {**OPTIONS, "format": "mp4"}, "dab", "v1", ".mp4")
+    storage.put(video, b"\0\0\0\x18ftypisom", "video/mp4")
+    reply = requests.get(storage.url(video, "http://ignored/"), timeout=5)
+    assert reply.status_code == 200 and reply.headers["Content-Type"] == "video/mp4"
     public = open_storage(f"s3://{bucket}/anim", endpoint_url=s3_server.endpoint_url,
                           public_base_url="https://cdn.example")  # fmt: skip
     assert public.url(key, "http://ignored/") == f"https://cdn.example/anim/{key}"
@@ -103,7 +116,7 @@ def test_s3_storage_missing_bucket_or_server(s3_server, monkeypatch):
     storage = open_storage("s3://no-such-bucket", endpoint_url=s3_server.endpoint_url)
     assert "no-such-bucket" in storage.missing()
     with pytest.raises(StorageUnavailable):
-        storage.put("aa/k/dab.gif", b"x")
+        storage.put("aa/k/dab.gif", b"x", "image/gif")
     down = open_storage("s3://b", endpoint_url="http://127.0.0.1:9", timeout_s=1)
     assert down.missing() is not None
     with pytest.raises(StorageUnavailable):
