@@ -24,17 +24,22 @@ from gateway.parsing import (
     DEFAULT_SIZE,
     FPS_RANGE,
     IMAGE_FIELDS,
+    MOTION_UPLOAD_FIELDS,
     SIZE_RANGE,
     AnimateOptions,
     FigureOptions,
 )
 
 ERROR_WORDS = {
-    "bad_request": "An unparsable body or option (size, fps, bbox, keypoints, mask out of range).",
+    "bad_request": "An unparsable body or option (size, fps, bbox, keypoints, mask, format, "
+    "background, map, up, start, end).",
     "invalid_image": "Not a PNG/JPEG/WebP image, a truncated one, sides more than 50:1 apart, "
     "or an image a model refused (with its words).",
     "unknown_motion": "A motion the table does not have; the message lists the known ones.",
-    "invalid_motion": "An uploaded BVH file that cannot be read; the message names the line.",
+    "invalid_motion": "An uploaded BVH file that cannot be read (the message names the line), "
+    "whose joints cannot be found (it says what is missing), or that is empty.",
+    "motion_too_large": "An uploaded BVH file over 8 MiB, 256 joints or 15000 frames (the "
+    "message names the limit).",
     "unauthorized": "API_KEY is set and the bearer token is missing or wrong.",
     "not_found": "No such route or stored file.",
     "method_not_allowed": "The route does not take this method.",
@@ -99,9 +104,21 @@ OPTIONS = {
     "mask": {**MASK, "description": "The figure's outline as /annotate answers it (perhaps "
              "fixed by a person): used as given, skips segmentation, and its box fixes the "
              "crop (skips the detector). JSON text in a form or query."},
-    "bvh": {"description": "A BVH file part (multipart only): animates the drawing with that "
-            "motion, answered under its filename's stem.", "type": "string",
-            "contentMediaType": "application/octet-stream"},
+    "background": {"description": "#rrggbb behind the figure in an mp4 (gif and webp stay "
+                   "transparent and ignore it).", "type": "string",
+                   "pattern": "^#?[0-9a-fA-F]{6}$", "default": "#ffffff"},
+    "bvh": {"description": "A BVH file (a multipart file part, or its text in a JSON string): "
+            "animates the drawing with that motion, retargeted with no configuration, answered "
+            "under its file name's stem (else `custom`). At most 8 MiB, 256 joints, 15000 "
+            "frames.", "type": "string", "contentMediaType": "application/octet-stream"},
+    "map": {"description": "For an uploaded bvh: role=JOINT pairs (or a JSON object) for roles "
+            "its joint names do not give away.", "type": "string"},
+    "up": {"description": "For an uploaded bvh: its up axis, x, y or z (optionally signed); "
+           "default: found from the motion.", "type": "string", "pattern": "^[+-]?[xyzXYZ]$"},
+    "start": {"description": "For an uploaded bvh: where the segment starts, seconds.",
+              "type": "number", "minimum": 0},
+    "end": {"description": "For an uploaded bvh: where the segment ends, seconds.",
+            "type": "number", "exclusiveMinimum": 0},
 }  # fmt: skip
 IMAGE_WORDS = (
     "The drawing: a PNG, JPEG or WebP image. Multipart: the field `image` (also `file`, `data`). "
@@ -152,9 +169,13 @@ def _error_responses(statuses: set[int]) -> dict:
 DRAWING_ERRORS = {400, 401, 405, 408, 413, 415, 422, 500, 503, 504}
 
 
-def _drawing_operation(summary: str, description: str, options: type, answer: dict) -> dict:
-    """A POST that takes a drawing in the three forms, with `options`' fields."""
-    names = option_names(options)
+def animate_option_names() -> list[str]:
+    """Every option of POST /animate: AnimateOptions' fields and the uploaded motion's."""
+    return option_names(AnimateOptions) + list(MOTION_UPLOAD_FIELDS)
+
+
+def _drawing_operation(summary: str, description: str, names: list[str], answer: dict) -> dict:
+    """A POST that takes a drawing in the three forms, with the options `names`."""
     fields = {name: OPTIONS[name] for name in names}
     form_fields = {n: s for n, s in fields.items() if n != "bvh"}
     query = [{"name": n, "in": "query", "required": False, "description": s["description"],
@@ -195,7 +216,7 @@ def _operations() -> dict[tuple[str, str], dict]:
         "Finds the figure (or takes the given bbox, keypoints and mask), rigs it and renders each "
         "motion; answers one URL per motion, nothing else. Answered from storage when the same "
         "drawing was animated with the same options before.",
-        AnimateOptions,
+        animate_option_names(),
         _json("One URL per motion", _schema("Animations")),
     )
     post_root = {**animate, "summary": "Animate a drawing (the Android app's route)"}
@@ -204,7 +225,7 @@ def _operations() -> dict[tuple[str, str], dict]:
         "The figure's box, its 17 joints, its outline and quality warnings, in the upload's "
         "pixels after EXIF rotation; no rendering. Fed back to /animate (bbox, keypoints, "
         "mask), it gives the same animations without any model.",
-        FigureOptions,
+        option_names(FigureOptions),
         _json("The figure", _schema("Annotation")),
     )
     html = {"description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}

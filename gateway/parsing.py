@@ -47,6 +47,7 @@ DEFAULT_BACKGROUND = (255, 255, 255)  # behind the figure where a format has no 
 BVH_FIELD = "bvh"
 CUSTOM_MOTION = "custom"  # the answer's key for an uploaded motion whose file has no name
 MOTION_UPLOAD_OPTIONS = ("map", "up", "start", "end")  # apply to an uploaded motion only
+MOTION_UPLOAD_FIELDS = (BVH_FIELD, *MOTION_UPLOAD_OPTIONS)
 
 
 @dataclass(frozen=True)

@@ -150,8 +150,14 @@ class AnimationPipeline:
             results = self.pool.map(
                 cpu_tasks.animate,
                 [
-                    (figure.crop, figure.keypoints[:, :2], figure.mask.mask, chunk, render,
-                     self.config.motions_dir)
+                    (
+                        figure.crop,
+                        figure.keypoints[:, :2],
+                        figure.mask.mask,
+                        chunk,
+                        render,
+                        self.config.motions_dir,
+                    )
                     for chunk in chunks
                 ],  # fmt: skip
                 client,
