@@ -1,154 +1,91 @@
-"""Drawing deformed frames without OpenGL: the texture as palette-indexed splats.
+"""Drawing deformed frames without OpenGL: each output pixel looks its texel up.
 
-The texture never changes, so it is cleaned and reduced to a palette once (`texture`),
-and cut into samples a fraction of an output pixel apart. Each sample's barycentric coordinates in the rest mesh
-go into one sparse matrix, so one sparse-dense product places every sample of every frame;
-the samples are then written as palette indices in painter's order (back body parts
-first). Samples on a hexagonal lattice under 0.866 output px apart leave no holes, whatever
-the rotation.
+The mesh covers every drawn texel's centre (see `mesh`), and each posed triangle is an
+affine image of its rest triangle. So a frame is drawn backwards: every output pixel
+whose centre lies in a posed triangle is mapped by that triangle's inverse affine map to
+a point of the texture, and takes the value of the nearest texel (a palette index, or
+anything else per texel: see `rasterise`'s `table`). Texels off the drawn region hold the
+background and are not written, so the figure's silhouette is the drawing's own, to the
+texel. The work is proportional to the output pixels covered; no pixel inside a triangle
+can be missed (no cracks, however a pose stretches the figure), and a texel is never
+blended with its neighbours (strokes stay as crisp as the texture).
+
+Triangles are walked as horizontal spans: each is split at its middle vertex into two
+trapezoids whose rows run between two straight edges; each row is a run of pixels along
+which the texture coordinates grow by a constant step. Everything is vectorised over
+(piece, frame) then rows then pixels; the pixels are written in painter's order (back
+body parts first), so later parts paint over earlier ones.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from scipy import sparse
 
-from animation.mesh import Mesh, barycentric, barycentric_matrix
+from animation.mesh import Mesh, barycentric_matrix
 
 MARGIN = 3  # output px kept clear around the figure's extent over the whole clip
-# Output px between neighbouring samples at rest. A hexagonal lattice leaves no pixel empty
-# while its spacing stays under 0.866 px: this leaves room for a 15% stretch, and the
-# triangles a motion stretches more get denser lattices (`stretch_levels`). Measured over
-# the shipped motions, 0.75 needs the fewest samples in all.
-SAMPLE_SPACING = 0.75
-MAX_LEVEL = 6  # lattice spacing at most 8x finer than at rest (slivers stretch without bound)
+# Spans are closed to within this many px: a pixel centre on an edge two triangles share
+# is drawn by both (same texel either way) rather than by neither.
+EDGE_EPS = 1e-3
 
 
 @dataclass(frozen=True)
-class Samples:
-    """Texture samples bound to the rest mesh, in painter's order."""
+class Pieces:
+    """The triangles a frame is drawn from, in painter's order, each moved by the affine
+    map of one mesh triangle: the mesh's own triangles, and a pixel-sized square (two
+    triangles) for each drawn texel whose centre no mesh triangle covers."""
 
-    weights: sparse.csr_matrix  # (S, N) float32: barycentric coordinates
-    colour: np.ndarray  # (S,) palette index (or any per-texel value: see `texel`)
-    texel: np.ndarray  # (S,) int64: the texture pixel each sample carries, y * W + x
-    spacing: float  # texture px between neighbouring samples
-    _columns: dict[int, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
-
-    def colour_columns(self, frames: int) -> np.ndarray:
-        """(S, frames) copies of `colour`: a contiguous value array scatters twice as fast
-        as a broadcast one."""
-        if frames not in self._columns:
-            self._columns[frames] = np.repeat(self.colour[:, None], frames, axis=1)
-        return self._columns[frames]
+    triangle: np.ndarray  # (P,) int64: the mesh triangle whose map moves the piece
+    rest: np.ndarray  # (P, 3, 2) float64: corners in texture px
+    corners: np.ndarray  # (P, 3) int64: mesh vertex of each corner, -1 if none (a square)
+    part: np.ndarray  # (P,) int64: the body part (index into mesh.PARTS), non-decreasing
 
 
-def texture_samples(
-    mesh: Mesh, index: np.ndarray, spacing: float, levels: np.ndarray | None = None
-) -> Samples:
-    """Samples on hexagonal lattices over the drawn region: `spacing` texture px apart,
-    and `spacing / sqrt(2)**levels[t]` in triangle t where the motion stretches it.
-
-    A hexagonal lattice covers the plane with 23% fewer points than a square one for the
-    same largest gap, and every output pixel needs a sample in it.
-    """
-    ys, xs = np.nonzero(mesh.region)
-    pixel_level = (
-        np.zeros(len(ys), np.int64) if levels is None else levels[mesh.triangle_map[ys, xs]]
-    )
-    level_map = np.full(mesh.region.shape, -1, np.int64)
-    level_map[ys, xs] = pixel_level
-    parts = []
-    for level in np.unique(pixel_level):
-        # A denser lattice reaches one pixel into sparser ground, so no gap opens along the
-        # seam where the sparser lattice's last points fall short of it.
-        own = level_map == level
-        if level > pixel_level.min():
-            grown = cv2.dilate(own.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
-            own |= grown & (level_map >= 0) & (level_map < level)
-        sel = own[ys, xs]
-        parts.append(_lattice(own, ys[sel], xs[sel], spacing / np.sqrt(2.0) ** level))
-    px, py, points = (np.concatenate(a) for a in zip(*parts, strict=True))
-    triangle = mesh.triangle_map[py, px]
+def mesh_pieces(mesh: Mesh) -> Pieces:
+    """The mesh's triangles and the squares of the drawn texels they miss, back to front."""
+    ys, xs = uncovered_texels(mesh)
+    owner = mesh.triangle_map[ys, xs].astype(np.int64)
+    half = np.array([[-0.5, -0.5], [0.5, -0.5], [0.5, 0.5], [-0.5, 0.5]])
+    square = np.column_stack([xs, ys])[:, None, :] + half  # (U, 4, 2)
+    halves = np.concatenate([square[:, [0, 1, 2]], square[:, [0, 2, 3]]])
+    triangle = np.r_[np.tile(owner, 2), np.arange(len(mesh.triangles))]
+    rest = np.concatenate([halves, mesh.vertices[mesh.triangles]])
+    corners = np.concatenate([np.full((len(halves), 3), -1), mesh.triangles])
+    # Squares first within a part; parts back to front.
     order = np.argsort(mesh.part[triangle], kind="stable")
-    points, triangle, px, py = points[order], triangle[order], px[order], py[order]
-    colour = index[py, px]
-    weights = barycentric_matrix(mesh, points, triangle, np.float32)
-    texel = py * index.shape[1] + px
-    return Samples(weights=weights, colour=colour, texel=texel, spacing=spacing)
+    return Pieces(
+        triangle=triangle[order],
+        rest=rest[order],
+        corners=corners[order],
+        part=mesh.part[triangle[order]],
+    )
 
 
-def _lattice(
-    region: np.ndarray, ys: np.ndarray, xs: np.ndarray, spacing: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Hexagonal lattice points over `region` (whose pixels are ys, xs): their pixels' x and
-    y, and the points (P, 2)."""
-    row = spacing * np.sqrt(3) / 2
-    gy = np.arange(ys.min() - 0.5 + row / 2, ys.max() + 0.5, row)
-    gx = np.arange(xs.min() - 0.5 + spacing / 4, xs.max() + 0.5, spacing)
-    # Odd rows shift by half a spacing: (rows, cols) grids of x and y.
-    grid_x = gx[None, :] + (np.arange(len(gy)) % 2 * spacing / 2)[:, None]
-    grid_y = np.broadcast_to(gy[:, None], grid_x.shape)
-    px = np.clip(np.round(grid_x).astype(np.int64), 0, region.shape[1] - 1)
-    py = np.clip(np.round(grid_y).astype(np.int64), 0, region.shape[0] - 1)
-    inside = region[py, px]
-    return px[inside], py[inside], np.column_stack([grid_x[inside], grid_y[inside]])
+def uncovered_texels(mesh: Mesh) -> tuple[np.ndarray, np.ndarray]:
+    """(ys, xs) of the drawn texels whose centres no mesh triangle covers, as the
+    rasteriser walks triangles."""
+    triangles = Pieces(
+        triangle=np.arange(len(mesh.triangles)),
+        rest=mesh.vertices[mesh.triangles],
+        corners=mesh.triangles,
+        part=np.zeros(len(mesh.triangles), np.int64),
+    )
+    h, w = mesh.region.shape
+    ones = np.ones((h, w), np.uint8)
+    covered = rasterise(triangles, mesh, ones, mesh.vertices[None], w, h, 0)[0]
+    return np.nonzero(mesh.region & (covered == 0))
 
 
-def stretch_levels(mesh: Mesh, vertices: np.ndarray) -> np.ndarray:
-    """(T,) how many times to halve each triangle's sample area so that no hole opens,
-    for (F, N, 2) posed vertices in texture px.
-
-    A triangle's largest singular value over the clip says how far apart its samples can
-    drift; samples `SAMPLE_SPACING` output px apart at rest stay under the 0.866 px a
-    hexagonal lattice may reach while that stretch is at most 0.866 / SAMPLE_SPACING.
-    """
-    rest = mesh.vertices[mesh.triangles]
-    posed = vertices[:, mesh.triangles]  # (F, T, 3, 2)
-    rest_edges = np.stack([rest[:, 1] - rest[:, 0], rest[:, 2] - rest[:, 0]], axis=-1)
-    det = np.linalg.det(rest_edges)
-    inverse = np.linalg.inv(np.where(np.abs(det)[:, None, None] < 1e-9, np.eye(2), rest_edges))
-    edges = np.stack([posed[..., 1, :] - posed[..., 0, :], posed[..., 2, :] - posed[..., 0, :]], -1)
-    grad = edges @ inverse  # (F, T, 2, 2) deformation gradients
-    frob = (grad**2).sum(axis=(-2, -1))
-    dets = np.linalg.det(grad)
-    largest = np.sqrt((frob + np.sqrt(np.maximum(frob**2 - 4 * dets**2, 0))) / 2).max(axis=0)
-    needed = SAMPLE_SPACING * largest / 0.866
-    return np.clip(np.ceil(2 * np.log2(np.maximum(needed, 1.0))), 0, MAX_LEVEL).astype(np.int64)
-
-
-def outline_weights(mesh: Mesh) -> sparse.csr_matrix:
-    """(P, N): points whose extent, in any pose, is the drawn figure's extent.
-
-    The mesh vertices (which bound every sample inside a triangle), plus the corners of
-    the drawn pixels that stick out of every triangle (the mesh outline cuts corners),
-    reduced to their convex hull per triangle.
-    """
-    ys, xs = np.nonzero(mesh.region)
-    triangle = mesh.triangle_map[ys, xs]
-    centres = np.column_stack([xs, ys]).astype(np.float64)
-    outside = barycentric(mesh, centres, triangle).min(axis=1) < 0
-    offsets = np.array([[-0.5, -0.5], [0.5, -0.5], [-0.5, 0.5], [0.5, 0.5]])
-    corners = (centres[outside, None, :] + offsets).reshape(-1, 2)
-    corner_tri = np.repeat(triangle[outside], 4)
-    # Each triangle moves its fringe affinely, and an affine map keeps convex hulls: the
-    # hull of a triangle's pixel corners bounds its samples in every pose.
-    hulls, hull_tri = [], []
-    order = np.argsort(corner_tri, kind="stable")
-    corners, corner_tri = corners[order], corner_tri[order]
-    bounds = np.r_[np.flatnonzero(np.diff(corner_tri)) + 1, len(corners)]
-    for start, stop in zip(np.r_[0, bounds[:-1]], bounds, strict=True):
-        if start == stop:  # no pixel sticks out anywhere
-            continue
-        hull = cv2.convexHull(corners[start:stop].astype(np.float32))[:, 0, :]
-        hulls.append(hull.astype(np.float64))
-        hull_tri.append(np.full(len(hull), corner_tri[start]))
-    if hulls:
-        corners, corner_tri = np.concatenate(hulls), np.concatenate(hull_tri)
-    fringe = barycentric_matrix(mesh, corners, corner_tri)
-    return sparse.vstack([sparse.identity(len(mesh.vertices), format="csr"), fringe], format="csr")
+def outline_weights(mesh: Mesh, pieces: Pieces) -> np.ndarray:
+    """(Q, N): the points besides the mesh vertices whose extent, in any pose, bounds
+    every pixel drawn (the corners of the squares of uncovered texels), as combinations
+    of the vertices."""
+    squares = np.flatnonzero(pieces.corners[:, 0] < 0)
+    points = pieces.rest[squares].reshape(-1, 2)
+    return barycentric_matrix(mesh, points, np.repeat(pieces.triangle[squares], 3))
 
 
 @dataclass(frozen=True)
@@ -165,7 +102,6 @@ def fit_camera(lo: np.ndarray, hi: np.ndarray, size: int) -> Camera:
     """The camera that fits the box `lo`..`hi` (texture px, every frame's outline) with a
     clear margin and the longest side `size` px."""
     extent = np.maximum(hi - lo, 1e-6)
-    # Samples land on round(p): keep them MARGIN px off every edge.
     scale = (size - 1 - 2 * MARGIN) / extent.max()
     width, height = (np.ceil(extent * scale).astype(int) + 1 + 2 * MARGIN).tolist()
     width, height = min(width, size), min(height, size)
@@ -173,33 +109,183 @@ def fit_camera(lo: np.ndarray, hi: np.ndarray, size: int) -> Camera:
     return Camera(scale=float(scale), offset=offset, width=width, height=height)
 
 
+@dataclass
+class _Spans:
+    """Runs of pixels: a sort key (body part, then run length: `_EMPTY` for none), flat
+    index of the run's first pixel in the (F, H, W) frames, its length, and the texture
+    point of the first pixel (`u`, `v`) with its step per pixel (`du`, `dv`)."""
+
+    key: np.ndarray  # (R,) uint8
+    first: np.ndarray  # (R,) int64
+    n: np.ndarray  # (R,) float32, likewise
+    u: np.ndarray  # (R,) float32, and the rest likewise
+    v: np.ndarray
+    du: np.ndarray
+    dv: np.ndarray
+
+
+def _affine_maps(mesh: Mesh, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For (F, N, 2) posed vertices, each (frame, triangle)'s affine maps as (F, T, 2, 3)
+    arrays: output px -> texture px (NaN where the triangle is posed flat: it covers
+    nothing), and texture px -> output px."""
+    rest = mesh.vertices[mesh.triangles]  # (T, 3, 2)
+    posed = vertices[:, mesh.triangles]  # (F, T, 3, 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        backward = _affine(posed, np.broadcast_to(rest, posed.shape))
+        forward = _affine(np.broadcast_to(rest, posed.shape), posed)
+    return backward, np.nan_to_num(forward)
+
+
+def _affine(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """(..., 2, 3): the affine maps taking triangles `src` (..., 3, 2) to `dst`, in closed
+    form (a stack of 2 x 2 inverses is far cheaper written out than through LAPACK)."""
+    s1, s2 = src[..., 1, :] - src[..., 0, :], src[..., 2, :] - src[..., 0, :]
+    d1, d2 = dst[..., 1, :] - dst[..., 0, :], dst[..., 2, :] - dst[..., 0, :]
+    det = s1[..., 0] * s2[..., 1] - s2[..., 0] * s1[..., 1]
+    det = np.where(np.abs(det) < 1e-9, np.nan, det)
+    # Linear part: [d1 d2] @ inverse([s1 s2]).
+    a = (d1[..., 0] * s2[..., 1] - d2[..., 0] * s1[..., 1]) / det
+    b = (d2[..., 0] * s1[..., 0] - d1[..., 0] * s2[..., 0]) / det
+    c = (d1[..., 1] * s2[..., 1] - d2[..., 1] * s1[..., 1]) / det
+    d = (d2[..., 1] * s1[..., 0] - d1[..., 1] * s2[..., 0]) / det
+    x0, y0 = src[..., 0, 0], src[..., 0, 1]
+    e = dst[..., 0, 0] - a * x0 - b * y0
+    f = dst[..., 0, 1] - c * x0 - d * y0
+    return np.stack([np.stack([a, b, e], -1), np.stack([c, d, f], -1)], -2)
+
+
+def _spans(pieces: Pieces, mesh: Mesh, vertices: np.ndarray, width: int, height: int) -> _Spans:
+    """Every run of pixel centres inside a posed piece, for (F, N, 2) vertices in output
+    px."""
+    frames = len(vertices)
+    backward, forward = _affine_maps(mesh, vertices)
+    tri = pieces.triangle
+    # (P, F, 3, 2) posed corners: mesh vertices as they are (shared edges match exactly),
+    # squares through their triangle's map.
+    own = pieces.corners[:, 0] >= 0
+    posed = np.empty((len(tri), frames, 3, 2))
+    posed[own] = vertices[:, pieces.corners[own]].transpose(1, 0, 2, 3)
+    if not own.all():
+        maps = forward[:, tri[~own]].transpose(1, 0, 2, 3)[:, :, None]  # (S, F, 1, 2, 3)
+        rest = pieces.rest[~own][:, None]  # (S, 1, 3, 2)
+        posed[~own] = np.einsum("...ij,...j->...i", maps[..., :2], rest) + maps[..., 2]
+    posed = posed.reshape(-1, 3, 2)
+    # Corners by y: top, middle, bottom.
+    order = np.argsort(posed[..., 1], axis=1)
+    posed = np.take_along_axis(posed, order[..., None], axis=1)
+    (xt, xm, xb), (yt, ym, yb) = posed[..., 0].T, posed[..., 1].T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        long = np.where(yb > yt, (xb - xt) / (yb - yt), 0.0)  # dx/dy, top to bottom
+        upper = np.where(ym > yt, (xm - xt) / (ym - yt), 0.0)
+        lower = np.where(yb > ym, (xb - xm) / (yb - ym), 0.0)
+    long_left = xt + (ym - yt) * long <= xm
+    maps = backward[:, tri].transpose(1, 0, 2, 3).reshape(-1, 6)  # (P * F, 6)
+    # Two trapezoids a piece: rows from the top vertex to just above the middle one, both
+    # edges through the top vertex; rows from the middle one down, both edges through the
+    # bottom vertex (a row through the middle vertex belongs to the lower one).
+    first_row = np.stack([np.ceil(yt - EDGE_EPS), np.ceil(ym - EDGE_EPS)], 1).clip(0, height)
+    last_row = np.stack([np.ceil(ym - EDGE_EPS) - 1, np.floor(yb + EDGE_EPS)], 1)
+    rows = np.maximum(last_row.clip(-1, height - 1) - first_row + 1, 0)
+    rows[~np.isfinite(maps[:, 0])] = 0  # posed flat
+    rows = rows.astype(np.int64).ravel()
+    short = np.stack([upper, lower], 1)
+    # Per trapezoid, everything its rows need (float32: coordinates of a few thousand px
+    # to 1e-3 px and better): a row's y is its number plus `y0`.
+    start = np.cumsum(rows) - rows
+    trapezoid = np.stack(
+        [
+            first_row.ravel() - start,
+            np.stack([yt, yb], 1).ravel(),
+            np.stack([xt, xb], 1).ravel(),
+            np.where(long_left[:, None], long[:, None], short).ravel(),
+            np.where(long_left[:, None], short, long[:, None]).ravel(),
+            *(np.repeat(c, 2) for c in (posed[..., 0].min(1), posed[..., 0].max(1))),
+            *(np.repeat(c, 2) for c in maps.T),
+            np.repeat(pieces.part[np.arange(len(tri)).repeat(frames)], 2),
+        ]
+    ).astype(np.float32)
+    (y0, y_ref, x_ref, left, right, lo, hi, ux, uy, u0, vx, vy, v0, part) = np.take(
+        trapezoid, np.repeat(np.arange(len(rows)), rows), axis=1
+    )
+    y = np.arange(len(y0), dtype=np.float32) + y0
+    dy = y - y_ref
+    # Clamped to the piece's own extent, so that a sliver's nearly horizontal edge cannot
+    # throw a run wide.
+    x0 = np.ceil(np.clip(x_ref + dy * left, lo, hi) - EDGE_EPS).clip(0, None)
+    x1 = np.floor(np.clip(x_ref + dy * right, lo, hi) + EDGE_EPS).clip(None, width - 1)
+    n = x1 - x0 + 1
+    length = np.searchsorted(_RUN_LENGTHS, n).astype(np.uint8)
+    key = part.astype(np.uint8) * np.uint8(len(_RUN_LENGTHS)) + length
+    key[n < 1] = _EMPTY
+    trapezoid_frame = np.tile(np.arange(frames).repeat(2), len(tri))
+    frame = np.repeat(trapezoid_frame, rows)
+    return _Spans(
+        key=key,
+        first=(frame * height + y.astype(np.int64)) * width + x0.astype(np.int64),
+        n=n,
+        u=ux * x0 + uy * y + u0,
+        v=vx * x0 + vy * y + v0,
+        du=ux,
+        dv=vx,
+    )
+
+
+# Runs are drawn in blocks of equal length, padded to the next of these: every pixel of a
+# block is then one broadcast operation, with at most a third of a block wasted.
+_RUN_LENGTHS = np.array(
+    [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536]
+)
+_STEPS = np.arange(_RUN_LENGTHS[-1], dtype=np.float32)
+_EMPTY = 255  # the sort key of a row with no pixel
+_BLOCK_ROWS = 32_000  # cv2.remap takes maps under 32767 px a side
+
+
 def rasterise(
-    samples: Samples,
+    pieces: Pieces,
+    mesh: Mesh,
+    table: np.ndarray,
     vertices: np.ndarray,
     width: int,
     height: int,
-    background: int,
-    out: np.ndarray | None = None,
+    background: float,
 ) -> np.ndarray:
-    """(F, N, 2) vertex positions in output px -> (F, height, width) frames of the samples'
-    `colour` (palette indices), `background` where no sample lands."""
-    frames = vertices.shape[0]
-    if out is None:
-        out = np.full((frames, height, width), background, samples.colour.dtype)
-    # (N, 2F): x columns then y columns, so one product places every sample in every frame.
-    v = np.concatenate([vertices[..., 0].T, vertices[..., 1].T], axis=1).astype(np.float32)
-    p = samples.weights @ v  # (S, 2F)
-    p += 0.5
-    np.floor(p, out=p)  # nearest pixel
-    # Flat index y * width + x + frame * width * height, exact in float32 below 2**24.
-    if out.size >= 1 << 24:
-        raise ValueError(f"rasterise at most {(1 << 24) // (width * height)} frames at a time")
-    index = p[:, frames:] * np.float32(width)
-    index += p[:, :frames]
-    index += (np.arange(frames, dtype=np.float32) * (width * height))[None, :]
-    # The camera keeps every sample inside its frame (`outline_weights`); this one pass over
-    # a contiguous array only guarantees no write lands outside the chunk.
-    np.clip(index, 0, out.size - 1, out=index)
-    # Within one frame the writes go in sample order, so later parts paint over earlier ones.
-    out.reshape(-1)[index.astype(np.intp)] = samples.colour_columns(frames)
-    return out
+    """(F, N, 2) vertex positions in output px -> (F, height, width) frames of `table`'s
+    values (an (H, W) uint8, uint16 or float32 array over the texture: palette indices,
+    or texel numbers), `background` where no texel lands. A texel holding `background`
+    is not drawn, so whatever lies behind it shows."""
+    frames = len(vertices)
+    if width > _RUN_LENGTHS[-1]:
+        raise ValueError(f"frames at most {_RUN_LENGTHS[-1]} px wide")
+    spans = _spans(pieces, mesh, vertices, width, height)
+    dump = frames * width * height  # where pixels whose texel is background go
+    out = np.full(dump + 1, background, table.dtype)
+    # Painter's order between parts; within a part, blocks by run length (a radix sort on
+    # one byte).
+    order = np.argsort(spans.key, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(spans.key, minlength=_EMPTY + 1))]
+    last = spans.n - 1
+    first = spans.first
+    for k in np.flatnonzero(np.diff(bounds[: _EMPTY + 1])):
+        run = int(_RUN_LENGTHS[k % len(_RUN_LENGTHS)])
+        for a in range(bounds[k], bounds[k + 1], _BLOCK_ROWS):
+            rows = order[a : min(a + _BLOCK_ROWS, bounds[k + 1])]
+            # A run shorter than the block repeats its last pixel: same place, same value.
+            step = np.minimum(_STEPS[:run], last[rows, None])
+            u = step * spans.du[rows, None]
+            u += spans.u[rows, None]
+            v = step * spans.dv[rows, None]
+            v += spans.v[rows, None]
+            value = cv2.remap(
+                table,
+                u,
+                v,
+                cv2.INTER_NEAREST,
+                borderMode=cv2.BORDER_CONSTANT,
+                borderValue=background,
+            )
+            target = step.astype(np.int64)
+            target += first[rows, None]
+            np.putmask(target, value == background, dump)
+            # Within one frame later writes win: later parts paint over earlier ones.
+            out[target] = value
+    return out[:dump].reshape(frames, height, width)
