@@ -16,9 +16,11 @@ A clip longer than --max-frames at --fps is cut to its first --max-frames frames
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 from animation.files import write_atomic
@@ -116,6 +118,10 @@ def _render(args: argparse.Namespace) -> None:
         raise ValueError("--up applies to --bvh only")
     fmt = output_format(args.out, args.format)
     background = parse_colour(args.background)
+    # scipy (the ARAP solver's sparse LU) takes a quarter of a second to import: a second
+    # thread imports it while this one imports the rest, reads the character and cleans
+    # its texture, much of which runs outside the GIL.
+    threading.Thread(target=importlib.import_module, args=("animation.arap",), daemon=True).start()
     from animation.character import load_character
     from animation.joints_out import joints_document, joints_json
     from animation.motions import load_motion

@@ -14,8 +14,10 @@ compresses each frame, on an executor's threads if given one (it releases the GI
 
 from __future__ import annotations
 
-import io
+import os
 import struct
+import tempfile
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, Future
@@ -95,13 +97,31 @@ def code_size(colours: int) -> int:
     return max(2, int(colours - 1).bit_length())
 
 
+_scratch = threading.local()
+
+
+def _scratch_file():
+    """This thread's scratch file. Pillow compresses into a real file with the GIL
+    released, but into a BytesIO with it held: other threads' rasterising and LZW would
+    wait on it."""
+    if not hasattr(_scratch, "file"):
+        if hasattr(os, "memfd_create"):  # in memory, no disk
+            _scratch.file = os.fdopen(os.memfd_create("lzw", os.MFD_CLOEXEC), "w+b")
+        else:
+            _scratch.file = tempfile.TemporaryFile()
+    return _scratch.file
+
+
 def _lzw(block: np.ndarray, bits: int) -> bytes:
     """The image data of one frame: LZW minimum code size, sub-blocks, terminator."""
     im = Image.fromarray(np.ascontiguousarray(block), "L")
     im.encoderconfig = (bits, False)  # `bits`-bit indices, not interlaced
-    out = io.BytesIO()
+    out = _scratch_file()
+    out.seek(0)
+    out.truncate()
     ImageFile._save(im, out, [ImageFile._Tile("gif", (0, 0, *im.size), 0, "L")])
-    return bytes([bits]) + out.getvalue() + b"\x00"
+    out.seek(0)
+    return bytes([bits]) + out.read() + b"\x00"
 
 
 def _frame_block(

@@ -112,33 +112,22 @@ def fit_camera(lo: np.ndarray, hi: np.ndarray, size: int) -> Camera:
 @dataclass
 class _Spans:
     """Runs of pixels: a sort key (body part, then run length: `_EMPTY` for none), flat
-    index of the run's first pixel in the (F, H, W) frames, its length, and the texture
-    point of the first pixel (`u`, `v`) with its step per pixel (`du`, `dv`)."""
+    index of the run's first pixel in the (F, H, W) frames, and in one array (gathered
+    together) the texture point of its first pixel (u, v), the step per pixel (du, dv)
+    and the index of its last pixel (its length less one)."""
 
     key: np.ndarray  # (R,) uint8
     first: np.ndarray  # (R,) int64
-    n: np.ndarray  # (R,) float32, likewise
-    u: np.ndarray  # (R,) float32, and the rest likewise
-    v: np.ndarray
-    du: np.ndarray
-    dv: np.ndarray
+    values: np.ndarray  # (5, R) float32: u, v, du, dv, last
 
 
-def _affine_maps(mesh: Mesh, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For (F, N, 2) posed vertices, each (frame, triangle)'s affine maps as (F, T, 2, 3)
-    arrays: output px -> texture px (NaN where the triangle is posed flat: it covers
-    nothing), and texture px -> output px."""
-    rest = mesh.vertices[mesh.triangles]  # (T, 3, 2)
-    posed = vertices[:, mesh.triangles]  # (F, T, 3, 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        backward = _affine(posed, np.broadcast_to(rest, posed.shape))
-        forward = _affine(np.broadcast_to(rest, posed.shape), posed)
-    return backward, np.nan_to_num(forward)
+_U, _V, _DU, _DV, _LAST = range(5)  # rows of _Spans.values
 
 
 def _affine(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """(..., 2, 3): the affine maps taking triangles `src` (..., 3, 2) to `dst`, in closed
-    form (a stack of 2 x 2 inverses is far cheaper written out than through LAPACK)."""
+    """(..., 2, 3): the affine maps taking triangles `src` (..., 3, 2) to `dst`, NaN where
+    `src` has no area. In closed form: a stack of 2 x 2 inverses written out is far
+    cheaper than through LAPACK."""
     s1, s2 = src[..., 1, :] - src[..., 0, :], src[..., 2, :] - src[..., 0, :]
     d1, d2 = dst[..., 1, :] - dst[..., 0, :], dst[..., 2, :] - dst[..., 0, :]
     det = s1[..., 0] * s2[..., 1] - s2[..., 0] * s1[..., 1]
@@ -154,80 +143,105 @@ def _affine(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return np.stack([np.stack([a, b, e], -1), np.stack([c, d, f], -1)], -2)
 
 
+def _by_height(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Corners (..., 3) reordered top, middle, bottom: (xt, xm, xb, yt, ym, yb). Three
+    compare-and-swaps, far cheaper than a sort along a length-3 axis."""
+    xs, ys = [x[..., k] for k in range(3)], [y[..., k] for k in range(3)]
+    for i, j in ((0, 1), (1, 2), (0, 1)):
+        swap = ys[i] > ys[j]
+        xs[i], xs[j] = np.where(swap, xs[j], xs[i]), np.where(swap, xs[i], xs[j])
+        ys[i], ys[j] = np.where(swap, ys[j], ys[i]), np.where(swap, ys[i], ys[j])
+    return (*xs, *ys)
+
+
+# The columns of `_spans`' per-trapezoid table.
+_START, _Y0, _DY0, _X_REF, _LEFT, _RIGHT, _LO, _HI, _UX, _UY, _U0, _VX, _VY, _V0, _BASE, _PART = (
+    range(16)
+)
+
+
 def _spans(pieces: Pieces, mesh: Mesh, vertices: np.ndarray, width: int, height: int) -> _Spans:
     """Every run of pixel centres inside a posed piece, for (F, N, 2) vertices in output
-    px."""
+    px, in no particular order (the key orders them)."""
     frames = len(vertices)
-    backward, forward = _affine_maps(mesh, vertices)
-    tri = pieces.triangle
-    # (P, F, 3, 2) posed corners: mesh vertices as they are (shared edges match exactly),
-    # squares through their triangle's map.
-    own = pieces.corners[:, 0] >= 0
-    posed = np.empty((len(tri), frames, 3, 2))
-    posed[own] = vertices[:, pieces.corners[own]].transpose(1, 0, 2, 3)
-    if not own.all():
-        maps = forward[:, tri[~own]].transpose(1, 0, 2, 3)[:, :, None]  # (S, F, 1, 2, 3)
-        rest = pieces.rest[~own][:, None]  # (S, 1, 3, 2)
-        posed[~own] = np.einsum("...ij,...j->...i", maps[..., :2], rest) + maps[..., 2]
-    posed = posed.reshape(-1, 3, 2)
-    # Corners by y: top, middle, bottom.
-    order = np.argsort(posed[..., 1], axis=1)
-    posed = np.take_along_axis(posed, order[..., None], axis=1)
-    (xt, xm, xb), (yt, ym, yb) = posed[..., 0].T, posed[..., 1].T
+    tri = mesh.triangles[pieces.triangle]
+    rest = mesh.vertices[tri]  # (P, 3, 2)
+    moved = vertices[:, tri]  # (F, P, 3, 2)
+    with np.errstate(divide="ignore", invalid="ignore"):  # flat: NaN, and no rows below
+        backward = _affine(moved, rest).reshape(-1, 6)
+    # The pieces' corners: a mesh triangle's are its posed vertices (shared edges match
+    # exactly), a square's go through its triangle's map.
+    corners = moved
+    squares = np.flatnonzero(pieces.corners[:, 0] < 0)
+    if len(squares):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            forward = np.nan_to_num(_affine(rest[squares], moved[:, squares]))  # (F, S, 2, 3)
+        corners = moved.copy()
+        square = pieces.rest[squares][None, :, :, :, None]  # (1, S, 3, 2, 1)
+        corners[:, squares] = (forward[:, :, None, :, :2] @ square)[..., 0] + forward[
+            :, :, None, :, 2
+        ]
+    xt, xm, xb, yt, ym, yb = (c.ravel() for c in _by_height(corners[..., 0], corners[..., 1]))
     with np.errstate(divide="ignore", invalid="ignore"):
         long = np.where(yb > yt, (xb - xt) / (yb - yt), 0.0)  # dx/dy, top to bottom
-        upper = np.where(ym > yt, (xm - xt) / (ym - yt), 0.0)
-        lower = np.where(yb > ym, (xb - xm) / (yb - ym), 0.0)
+        short = np.stack(
+            [
+                np.where(ym > yt, (xm - xt) / (ym - yt), 0.0),
+                np.where(yb > ym, (xb - xm) / (yb - ym), 0.0),
+            ]
+        )
     long_left = xt + (ym - yt) * long <= xm
-    maps = backward[:, tri].transpose(1, 0, 2, 3).reshape(-1, 6)  # (P * F, 6)
     # Two trapezoids a piece: rows from the top vertex to just above the middle one, both
     # edges through the top vertex; rows from the middle one down, both edges through the
-    # bottom vertex (a row through the middle vertex belongs to the lower one).
-    first_row = np.stack([np.ceil(yt - EDGE_EPS), np.ceil(ym - EDGE_EPS)], 1).clip(0, height)
-    last_row = np.stack([np.ceil(ym - EDGE_EPS) - 1, np.floor(yb + EDGE_EPS)], 1)
-    rows = np.maximum(last_row.clip(-1, height - 1) - first_row + 1, 0)
-    rows[~np.isfinite(maps[:, 0])] = 0  # posed flat
+    # bottom vertex (a row through the middle vertex belongs to the lower one). Each gets
+    # everything its rows need, in a table whose columns repeat once per row. In float32:
+    # an edge's x is its vertex's x plus the row's distance from that vertex (both exact
+    # to ~1e-5 px, well inside EDGE_EPS) times the slope.
+    first_row = np.stack([np.ceil(yt - EDGE_EPS), np.ceil(ym - EDGE_EPS)]).clip(0, height)
+    last_row = np.stack([np.ceil(ym - EDGE_EPS) - 1, np.floor(yb + EDGE_EPS)]).clip(-1, height - 1)
+    rows = np.maximum(last_row - first_row + 1, 0)
+    rows[:, np.isnan(backward[:, 0])] = 0  # posed flat: covers nothing
     rows = rows.astype(np.int64).ravel()
-    short = np.stack([upper, lower], 1)
-    # Per trapezoid, everything its rows need (float32: coordinates of a few thousand px
-    # to 1e-3 px and better): a row's y is its number plus `y0`.
-    start = np.cumsum(rows) - rows
-    trapezoid = np.stack(
-        [
-            first_row.ravel() - start,
-            np.stack([yt, yb], 1).ravel(),
-            np.stack([xt, xb], 1).ravel(),
-            np.where(long_left[:, None], long[:, None], short).ravel(),
-            np.where(long_left[:, None], short, long[:, None]).ravel(),
-            *(np.repeat(c, 2) for c in (posed[..., 0].min(1), posed[..., 0].max(1))),
-            *(np.repeat(c, 2) for c in maps.T),
-            np.repeat(pieces.part[np.arange(len(tri)).repeat(frames)], 2),
-        ]
-    ).astype(np.float32)
-    (y0, y_ref, x_ref, left, right, lo, hi, ux, uy, u0, vx, vy, v0, part) = np.take(
-        trapezoid, np.repeat(np.arange(len(rows)), rows), axis=1
-    )
-    y = np.arange(len(y0), dtype=np.float32) + y0
-    dy = y - y_ref
+    table = np.empty((16, 2, len(xt)), np.float32)
+    table[_START] = -(np.cumsum(rows) - rows).reshape(2, -1)  # a row's number in its trapezoid
+    table[_Y0] = first_row
+    table[_DY0] = first_row - np.stack([yt, yb])
+    table[_X_REF] = xt, xb
+    table[_LEFT] = np.where(long_left, long, short)
+    table[_RIGHT] = np.where(long_left, short, long)
+    table[_LO] = np.minimum(np.minimum(xt, xm), xb)
+    table[_HI] = np.maximum(np.maximum(xt, xm), xb)
+    table[_UX : _V0 + 1] = backward.T[:, None]
+    table[_BASE] = np.repeat(np.arange(frames) * (width * height), len(tri))
+    table[_PART] = np.tile(pieces.part * len(_RUN_LENGTHS), frames)
+    # A gather along the columns: numpy repeats (16, T) along its second axis ~4x slower.
+    per_row = np.take(table.reshape(16, -1), np.repeat(np.arange(len(rows)), rows), axis=1)
+    k = np.arange(per_row.shape[1], dtype=np.float32)
+    k += per_row[_START]
+    y = k + per_row[_Y0]
+    dy = k + per_row[_DY0]
     # Clamped to the piece's own extent, so that a sliver's nearly horizontal edge cannot
     # throw a run wide.
-    x0 = np.ceil(np.clip(x_ref + dy * left, lo, hi) - EDGE_EPS).clip(0, None)
-    x1 = np.floor(np.clip(x_ref + dy * right, lo, hi) + EDGE_EPS).clip(None, width - 1)
-    n = x1 - x0 + 1
-    length = np.searchsorted(_RUN_LENGTHS, n).astype(np.uint8)
-    key = part.astype(np.uint8) * np.uint8(len(_RUN_LENGTHS)) + length
-    key[n < 1] = _EMPTY
-    trapezoid_frame = np.tile(np.arange(frames).repeat(2), len(tri))
-    frame = np.repeat(trapezoid_frame, rows)
-    return _Spans(
-        key=key,
-        first=(frame * height + y.astype(np.int64)) * width + x0.astype(np.int64),
-        n=n,
-        u=ux * x0 + uy * y + u0,
-        v=vx * x0 + vy * y + v0,
-        du=ux,
-        dv=vx,
-    )
+    x0 = np.clip(per_row[_X_REF] + dy * per_row[_LEFT], per_row[_LO], per_row[_HI])
+    x0 = np.maximum(np.ceil(x0 - np.float32(EDGE_EPS)), 0)
+    x1 = np.clip(per_row[_X_REF] + dy * per_row[_RIGHT], per_row[_LO], per_row[_HI])
+    x1 = np.minimum(np.floor(x1 + np.float32(EDGE_EPS)), width - 1)
+    n = np.maximum(x1 - x0 + 1, 0)
+    key = (_LENGTH_CLASS[n.astype(np.intp)] + per_row[_PART]).astype(np.uint8)
+    key[n == 0] = _EMPTY
+    within = y * width + x0  # exact in float32 below 2**24 px a frame
+    if frames * width * height < 1 << 24:
+        first = (within + per_row[_BASE]).astype(np.int64)
+    else:
+        first = within.astype(np.int64) + per_row[_BASE].astype(np.int64)
+    values = np.empty((5, len(n)), np.float32)
+    for out, (dx, dy_, offset) in ((values[_U], (_UX, _UY, _U0)), (values[_V], (_VX, _VY, _V0))):
+        np.multiply(per_row[dx], x0, out=out)
+        out += per_row[dy_] * y
+        out += per_row[offset]
+    values[_DU], values[_DV] = per_row[_UX], per_row[_VX]
+    np.subtract(n, 1, out=values[_LAST])
+    return _Spans(key=key, first=first, values=values)
 
 
 # Runs are drawn in blocks of equal length, padded to the next of these: every pixel of a
@@ -236,6 +250,7 @@ _RUN_LENGTHS = np.array(
     [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536]
 )
 _STEPS = np.arange(_RUN_LENGTHS[-1], dtype=np.float32)
+_LENGTH_CLASS = np.searchsorted(_RUN_LENGTHS, np.arange(_RUN_LENGTHS[-1] + 1))  # by run length
 _EMPTY = 255  # the sort key of a row with no pixel
 _BLOCK_ROWS = 32_000  # cv2.remap takes maps under 32767 px a side
 
@@ -263,18 +278,19 @@ def rasterise(
     # one byte).
     order = np.argsort(spans.key, kind="stable")
     bounds = np.r_[0, np.cumsum(np.bincount(spans.key, minlength=_EMPTY + 1))]
-    last = spans.n - 1
     first = spans.first
     for k in np.flatnonzero(np.diff(bounds[: _EMPTY + 1])):
         run = int(_RUN_LENGTHS[k % len(_RUN_LENGTHS)])
         for a in range(bounds[k], bounds[k + 1], _BLOCK_ROWS):
             rows = order[a : min(a + _BLOCK_ROWS, bounds[k + 1])]
-            # A run shorter than the block repeats its last pixel: same place, same value.
-            step = np.minimum(_STEPS[:run], last[rows, None])
-            u = step * spans.du[rows, None]
-            u += spans.u[rows, None]
-            v = step * spans.dv[rows, None]
-            v += spans.v[rows, None]
+            # (run, rows): the long axis last, so numpy's inner loops are long. A run
+            # shorter than the block repeats its last pixel: same place, same value.
+            u0, v0, du, dv, last = np.take(spans.values, rows, axis=1)
+            step = np.minimum(_STEPS[:run, None], last)
+            u = step * du
+            u += u0
+            v = step * dv
+            v += v0
             value = cv2.remap(
                 table,
                 u,
@@ -284,7 +300,7 @@ def rasterise(
                 borderValue=background,
             )
             target = step.astype(np.int64)
-            target += first[rows, None]
+            target += first[rows]
             np.putmask(target, value == background, dump)
             # Within one frame later writes win: later parts paint over earlier ones.
             out[target] = value

@@ -10,10 +10,10 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from animation.arap import ArapSolver, build_arap
 from animation.character import Character
 from animation.formats import DEFAULT_FORMAT, check_format, encode
 from animation.gif import InlineExecutor
@@ -32,8 +32,13 @@ from animation.retarget import retarget
 from animation.texture import PalettedTexture, clean_texture
 from animation.timing import frame_schedule
 
+if TYPE_CHECKING:  # imported where a rig is built: scipy takes a quarter of a second
+    from animation.arap import ArapSolver
+
 MAX_SIZE = 1024  # output px: bounds memory (~250 MB at 1024), far above what a phone shows
-_CHUNK = 8  # frames rasterised together, at most
+# Output pixels rasterised together: each chunk of frames costs a few hundred numpy calls
+# whatever its size, and holds ~20 bytes a pixel while it is drawn (40 MB).
+_CHUNK_PIXELS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,8 @@ def build_rig(
         outline = outline_weights(mesh, pieces)
         clock.lap("mesh")
         handles = barycentric_matrix(mesh, joints, joint_triangles(mesh, joints))
+        from animation.arap import build_arap  # the first rig waits for scipy only here
+
         arap = build_arap(mesh.vertices, mesh.triangles, handles)
         clock.lap("arap_build")
         texture = cleaning.result().within(mesh.region)
@@ -137,7 +144,7 @@ def render_joints(
     camera, placed = frame_geometry(rig, vertices, options.size)
     background = rig.texture.transparent
     clock.lap("rasterise")
-    chunk_frames = _CHUNK
+    chunk_frames = max(1, _CHUNK_PIXELS // (camera.width * camera.height))
 
     def draw(start: int) -> tuple[np.ndarray, float]:
         began = time.thread_time()
