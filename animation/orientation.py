@@ -94,15 +94,27 @@ def body_axes(
     # Smoothing unit vectors (not angles) needs no unwrapping; frames where the shoulders and
     # hips give no direction (both lines along the up axis) borrow it from their neighbours.
     weight = (norm[:, 0] > 1e-9 * max(float(norm.max()), 1e-12)).astype(np.float64)
-    sigma = smoothing_s / frame_time
-    from scipy.ndimage import gaussian_filter1d  # here: `animation motions` needs no scipy
-
-    smooth = gaussian_filter1d(unit * weight[:, None], sigma, axis=0, mode="nearest")
+    smooth = gaussian_smooth(unit * weight[:, None], smoothing_s / frame_time)
     norm = np.linalg.norm(smooth, axis=1, keepdims=True)
     fallback = _default_lateral(up_v)
     lateral = np.where(norm > 1e-6, smooth / np.maximum(norm, 1e-12), fallback)
     forward = np.cross(lateral, up_v)
     return BodyAxes(up=up_v, lateral=lateral, forward=forward)
+
+
+def gaussian_smooth(values: np.ndarray, sigma: float) -> np.ndarray:
+    """(F, C) values smoothed along F by a Gaussian of `sigma` frames, cut at 4 sigma, the
+    ends extended by their edge values (scipy.ndimage.gaussian_filter1d's defaults with
+    mode="nearest"; in numpy, as the renderer's CLI would wait ~0.1 s for scipy.ndimage)."""
+    radius = int(4.0 * sigma + 0.5)
+    if radius == 0:
+        return values.astype(np.float64)
+    x = np.arange(-radius, radius + 1)
+    kernel = np.exp(-0.5 * (x / sigma) ** 2)
+    kernel /= kernel.sum()
+    padded = np.pad(values.astype(np.float64), ((radius, radius), (0, 0)), mode="edge")
+    windows = np.lib.stride_tricks.sliding_window_view(padded, len(kernel), axis=0)
+    return windows @ kernel
 
 
 def _default_lateral(up: np.ndarray) -> np.ndarray:
