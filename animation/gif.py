@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, Future
 
+import cv2
 import numpy as np
 from PIL import Image, ImageFile
 
@@ -45,14 +46,10 @@ def _is_empty(a: Box) -> bool:
 
 def _boxes(changed: np.ndarray) -> list[Box]:
     """Bounding box of the True pixels of each (H, W) plane of a (F, H, W) stack."""
-    rows, cols = changed.any(axis=2), changed.any(axis=1)
     boxes = []
-    for r, c in zip(rows, cols, strict=True):
-        if not r.any():
-            boxes.append(_EMPTY)
-            continue
-        ry, cx = np.flatnonzero(r), np.flatnonzero(c)
-        boxes.append((int(ry[0]), int(ry[-1]) + 1, int(cx[0]), int(cx[-1]) + 1))
+    for plane in changed.view(np.uint8):  # OpenCV's one pass beats numpy's two reductions
+        left, top, width, height = cv2.boundingRect(plane)
+        boxes.append(_EMPTY if width == 0 else (top, top + height, left, left + width))
     return boxes
 
 
