@@ -1,10 +1,13 @@
 """A triangle mesh over the character's mask, built once per character.
 
-The mesh only carries the deformation: the texture is drawn from the mask's own pixels
-(see `rasterise`), so the mesh must *cover* the mask and keep separate limbs apart, but its
-outline need not follow the mask to the pixel. Points are sampled along every outline (outer
-and hole contours) and on an interior grid, Delaunay-triangulated, and the triangles that
-leave the mask (across the gap between two legs, across a hole) are dropped.
+The mesh carries the deformation and the texture: `rasterise` draws every output pixel
+from the texel its triangle maps it back to, so the mesh must *cover* the centre of every
+drawn texel and keep separate limbs apart. Points are placed along every outline (outer and
+hole contours) of the pixels one step outside the mask, simplified to within a pixel, and
+on an interior grid; they are Delaunay-triangulated, and the triangles that leave the mask
+(across the gap between two legs, across a hole) are dropped. Where that drops a stretch of
+the mask (a thin limb whose triangles all crossed its outline), denser points go in there
+and the mask is triangulated again.
 """
 
 from __future__ import annotations

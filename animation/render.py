@@ -1,7 +1,7 @@
 """Character + motion -> GIF, WebP or MP4. The rig is built once per character (the
-texture cleaned and paletted, the mesh, the factorised ARAP systems); a motion then costs
-one ARAP solve for all its frames, one camera for the whole clip, texture splats and the
-encoder."""
+texture cleaned and paletted, the mesh and the pieces it is drawn from, the factorised ARAP
+systems); a motion then costs one ARAP solve for all its frames, one camera for the whole
+clip, rasterising and the encoder."""
 
 from __future__ import annotations
 
