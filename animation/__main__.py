@@ -120,8 +120,9 @@ def _render(args: argparse.Namespace) -> None:
     background = parse_colour(args.background)
     # scipy (the ARAP solver's sparse LU) takes a quarter of a second to import: a second
     # thread imports it while this one imports the rest, reads the character and cleans
-    # its texture, much of which runs outside the GIL.
-    threading.Thread(target=importlib.import_module, args=("animation.arap",), daemon=True).start()
+    # its texture, much of which runs outside the GIL. Not a daemon: a run that fails early
+    # waits for it rather than tearing the interpreter down under an import.
+    threading.Thread(target=importlib.import_module, args=("animation.arap",)).start()
     from animation.character import load_character
     from animation.joints_out import joints_document, joints_json
     from animation.motions import load_motion
