@@ -122,7 +122,7 @@ def _render(args: argparse.Namespace) -> None:
     # thread imports it while this one imports the rest, reads the character and cleans
     # its texture, much of which runs outside the GIL. Not a daemon: a run that fails early
     # waits for it rather than tearing the interpreter down under an import.
-    threading.Thread(target=importlib.import_module, args=("animation.arap",)).start()
+    threading.Thread(target=_import_quietly, args=("animation.arap",)).start()
     from animation.character import load_character
     from animation.joints_out import joints_document, joints_json
     from animation.motions import load_motion
@@ -154,6 +154,14 @@ def _render(args: argparse.Namespace) -> None:
     note = motion.plan(options.fps, options.max_frames).note()
     if note:
         print(f"note: {note}", file=sys.stderr)
+
+
+def _import_quietly(module: str) -> None:
+    """Import `module` ahead of its use; a failure is left for the use to report."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        pass
 
 
 def _motions(args: argparse.Namespace) -> None:
