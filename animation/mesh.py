@@ -1,10 +1,13 @@
 """A triangle mesh over the character's mask, built once per character.
 
-The mesh only carries the deformation: the texture is drawn from the mask's own pixels
-(see `rasterise`), so the mesh must *cover* the mask and keep separate limbs apart, but its
-outline need not follow the mask to the pixel. Points are sampled along every outline (outer
-and hole contours) and on an interior grid, Delaunay-triangulated, and the triangles that
-leave the mask (across the gap between two legs, across a hole) are dropped.
+The mesh carries the deformation and the texture: `rasterise` draws every output pixel
+from the texel its triangle maps it back to, so the mesh must *cover* the centre of every
+drawn texel and keep separate limbs apart. Points are placed along every outline (outer and
+hole contours) of the pixels one step outside the mask, simplified to within a pixel, and
+on an interior grid; they are Delaunay-triangulated, and the triangles that leave the mask
+(across the gap between two legs, across a hole) are dropped. Where that drops a stretch of
+the mask (a thin limb whose triangles all crossed its outline), denser points go in there
+and the mask is triangulated again.
 """
 
 from __future__ import annotations
@@ -13,10 +16,6 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from scipy import ndimage
-from scipy.sparse import coo_matrix, csr_matrix
-from scipy.sparse.csgraph import connected_components
-from scipy.spatial import Delaunay, QhullError
 
 from animation.skeleton import JOINTS, PARENT_INDEX
 
@@ -31,6 +30,10 @@ _PART_OF_BONE = {  # bone named by its end joint -> part
 }  # fmt: skip
 _BONES = np.array([i for i, p in enumerate(PARENT_INDEX) if p >= 0])  # end joint of each bone
 _BONE_PART = np.array([PARTS.index(_PART_OF_BONE.get(JOINTS[j], "body")) for j in _BONES])
+# How far (px) the mesh's outline may cut inside the contour one pixel outside the mask:
+# at 1 it still passes outside the centres of the mask's edge pixels.
+OUTLINE_TOLERANCE = 1.0
+_REPAIRS = 2  # times points are added where the triangles missed part of the mask
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ def clean_mask(mask: np.ndarray, spacing: float) -> tuple[np.ndarray, np.ndarray
     thickness = max(3, int(round(spacing)))
     for label in keep[1:]:
         # Bridge from the blob's point nearest to the main body to that body's nearest point.
-        dist, (iy, ix) = ndimage.distance_transform_edt(~main, return_indices=True)
+        dist, (iy, ix) = _nearest(main)
         blob = labels == label
         by, bx = np.unravel_index(np.argmin(np.where(blob, dist, np.inf)), dist.shape)
         cv2.line(meshed, (int(bx), int(by)), (int(ix[by, bx]), int(iy[by, bx])), 1, thickness)
@@ -77,33 +80,70 @@ def clean_mask(mask: np.ndarray, spacing: float) -> tuple[np.ndarray, np.ndarray
 
 
 def _outline_points(meshed: np.ndarray, spacing: float) -> np.ndarray:
-    """Points every `spacing` px along every outer and hole contour."""
-    contours, _ = cv2.findContours(meshed.astype(np.uint8), cv2.RETR_LIST, cv2.CHAIN_APPROX_NONE)
+    """Points along every outer and hole contour of the pixels one step outside `meshed`:
+    the contour simplified to within `OUTLINE_TOLERANCE` px, long sides cut `spacing`
+    apart. Contour pixels are pixel centres one pixel off the mask, so the outline this
+    draws runs outside the centres of the mask's own edge pixels: the triangles cover
+    every drawn pixel's centre, and no pixel of the figure is lost at its edge."""
+    cross = cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))
+    outer = cv2.dilate(meshed.astype(np.uint8), cross)
+    contours, _ = cv2.findContours(outer, cv2.RETR_LIST, cv2.CHAIN_APPROX_NONE)
     points = []
     for contour in contours:
-        c = contour[:, 0, :].astype(np.float64)
-        closed = np.vstack([c, c[:1]])
-        seg = np.linalg.norm(np.diff(closed, axis=0), axis=1)
-        arc = np.r_[0.0, np.cumsum(seg)]
-        n = max(3, int(np.ceil(arc[-1] / spacing)))
-        s = np.linspace(0.0, arc[-1], n, endpoint=False)
+        corners = cv2.approxPolyDP(contour, OUTLINE_TOLERANCE, True)[:, 0, :].astype(np.float64)
+        sides = np.roll(corners, -1, axis=0) - corners
+        cuts = np.maximum(1, np.ceil(np.linalg.norm(sides, axis=1) / spacing)).astype(int)
+        steps = np.concatenate([np.arange(c) / c for c in cuts])
         points.append(
-            np.column_stack([np.interp(s, arc, closed[:, 0]), np.interp(s, arc, closed[:, 1])])
+            np.repeat(corners, cuts, axis=0) + steps[:, None] * np.repeat(sides, cuts, axis=0)
         )
     return np.vstack(points)
 
 
-def _triangle_map(
-    shape: tuple[int, int], vertices: np.ndarray, triangles: np.ndarray
-) -> np.ndarray:
-    """Which triangle carries each pixel: the one covering it, else the nearest one."""
+def _cover(shape: tuple[int, int], vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """(H, W) int32: the triangle covering each pixel, -1 where none does."""
     label = np.full(shape, -1, np.int32)
     shift = 4  # cv2 draws with sub-pixel vertices in fixed point
     pts = np.round(vertices[triangles] * (1 << shift)).astype(np.int32)
     for t, tri in enumerate(pts):  # once per character, a few hundred triangles
         cv2.fillConvexPoly(label, tri, int(t), lineType=cv2.LINE_8, shift=shift)
-    _, (iy, ix) = ndimage.distance_transform_edt(label < 0, return_indices=True)
+    return label
+
+
+def _nearest_label(label: np.ndarray) -> np.ndarray:
+    """`label` with every -1 replaced by the nearest pixel's label."""
+    _, (iy, ix) = _nearest(label >= 0)
     return label[iy, ix]
+
+
+def _nearest(mask: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Each pixel's distance to the nearest pixel of `mask` (H, W) bool, and that pixel's
+    (rows, cols). OpenCV numbers the zeros of its input in row-major order."""
+    distance, label = cv2.distanceTransformWithLabels(
+        (~mask).astype(np.uint8), cv2.DIST_L2, 5, labelType=cv2.DIST_LABEL_PIXEL
+    )
+    ys, xs = np.nonzero(mask)
+    return distance, (ys[label - 1], xs[label - 1])
+
+
+def _inside_distance(mask: np.ndarray) -> np.ndarray:
+    """(H, W) float32: each pixel of `mask`'s distance to the nearest pixel off it."""
+    return cv2.distanceTransform(mask.astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+
+
+def _delaunay(points: np.ndarray) -> np.ndarray:
+    """(T, 3) indices into `points` (P, 2) (distinct, on a quarter-pixel grid) of their
+    Delaunay triangles."""
+    lo, hi = points.min(axis=0) - 1, points.max(axis=0) + 1
+    subdiv = cv2.Subdiv2D((int(lo[0]), int(lo[1]), int(hi[0] - lo[0]) + 2, int(hi[1] - lo[1]) + 2))
+    subdiv.insert(points.astype(np.float32))  # quarter pixels are exact in float32
+    corners = np.asarray(subdiv.getTriangleList(), np.float64).reshape(-1, 2)
+    if not len(corners):
+        return np.zeros((0, 3), np.int64)
+    key = np.round(points * 4) @ [1 << 20, 1]
+    order = np.argsort(key)
+    found = np.searchsorted(key[order], np.round(corners * 4) @ [1 << 20, 1])
+    return order[np.minimum(found, len(order) - 1)].reshape(-1, 3)
 
 
 def _components(triangles: np.ndarray, n_points: int, through_edges: bool) -> np.ndarray:
@@ -118,8 +158,19 @@ def _components(triangles: np.ndarray, n_points: int, through_edges: bool) -> np
     order = np.argsort(key, kind="stable")
     key, owner = key[order], owner[order]
     same = np.flatnonzero(key[1:] == key[:-1])
-    adj = coo_matrix((np.ones(len(same)), (owner[same], owner[same + 1])), shape=(t, t))
-    return connected_components(adj, directed=False)[1]
+    a, b = owner[same], owner[same + 1]
+    # Each triangle takes the smallest label among its neighbours until none changes
+    # (as many rounds as the longest chain of triangles is long: a few dozen).
+    label = np.arange(t)
+    while True:
+        smaller = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, smaller)
+        np.minimum.at(new, b, smaller)
+        new = new[new]  # and jump along the chain
+        if np.array_equal(new, label):
+            return np.unique(label, return_inverse=True)[1]
+        label = new
 
 
 def _poseable(triangles: np.ndarray, points: np.ndarray, joints: np.ndarray) -> np.ndarray:
@@ -189,10 +240,20 @@ def build_mesh(mask: np.ndarray, joints: np.ndarray, target_triangles: int = 400
         try:
             vertices, triangles = _triangulate(meshed, spacing, joints)
             break
-        except (ValueError, QhullError):
+        except ValueError:
             meshed = cv2.dilate(meshed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
     else:
         raise ValueError("the mask is too small or thin to mesh")
+    label = _cover(mask.shape, vertices, triangles)
+    for _ in range(_REPAIRS):
+        # Where the triangles left a stretch of the mask out (a thin limb whose Delaunay
+        # triangles all crossed its outline), points three times as dense go in and the
+        # mask is triangulated again; what is left rides on the nearest triangle.
+        extra = _repair_points(meshed & (label < 0), meshed, spacing / 3)
+        if not len(extra):
+            break
+        vertices, triangles = _triangulate(meshed, spacing, joints, extra)
+        label = _cover(mask.shape, vertices, triangles)
     centres = vertices[triangles].mean(1)
     dist = _segment_distance(centres, joints[PARENT_INDEX[_BONES]], joints[_BONES])
     return Mesh(
@@ -200,24 +261,49 @@ def build_mesh(mask: np.ndarray, joints: np.ndarray, target_triangles: int = 400
         triangles=triangles,
         part=_BONE_PART[np.argmin(dist, axis=1)],
         region=draw,
-        triangle_map=_triangle_map(mask.shape, vertices, triangles),
+        triangle_map=_nearest_label(label),
     )
 
 
+def _repair_points(missed: np.ndarray, meshed: np.ndarray, spacing: float) -> np.ndarray:
+    """Points `spacing` apart over the stretches of `missed` (H, W) bool of a few pixels
+    or more, and along the outline around them."""
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(missed.astype(np.uint8), connectivity=8)
+    stretches = 1 + np.flatnonzero(stats[1:, cv2.CC_STAT_AREA] >= max(4.0, spacing))
+    if not len(stretches):
+        return np.zeros((0, 2))
+    reach = 2 * int(np.ceil(spacing)) + 1
+    zone = cv2.dilate(
+        np.isin(labels, stretches).astype(np.uint8), np.ones((reach, reach), np.uint8)
+    )
+    zone = zone.astype(bool)
+    gy, gx = np.mgrid[spacing / 2 : zone.shape[0] : spacing, spacing / 2 : zone.shape[1] : spacing]
+    iy, ix = gy.astype(int).ravel(), gx.astype(int).ravel()
+    grid = np.column_stack([gx.ravel(), gy.ravel()])[zone[iy, ix] & meshed[iy, ix]]
+    outline = _outline_points(meshed, spacing)
+    ox, oy = (
+        np.clip(np.round(outline[:, k]).astype(int), 0, zone.shape[1 - k] - 1) for k in (0, 1)
+    )
+    return np.vstack([grid, outline[zone[oy, ox]]])
+
+
 def _triangulate(
-    meshed: np.ndarray, spacing: float, joints: np.ndarray
+    meshed: np.ndarray, spacing: float, joints: np.ndarray, extra: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Vertices and counter-clockwise triangles over `meshed`; ValueError if too few."""
+    """Vertices and counter-clockwise triangles over `meshed`, with `extra` (E, 2) points
+    besides the outline and the grid; ValueError if too few."""
     mask = meshed
     # Keep the interior grid off the outline so slivers do not form against it.
-    inside = ndimage.distance_transform_edt(meshed)
+    inside = _inside_distance(meshed)
     gy, gx = np.mgrid[spacing / 2 : mask.shape[0] : spacing, spacing / 2 : mask.shape[1] : spacing]
     grid = np.column_stack([gx.ravel(), gy.ravel()])
     grid = grid[inside[gy.astype(int).ravel(), gx.astype(int).ravel()] >= 0.6 * spacing]
     # Contour pixels are pixel indices; pixel centres are the texture's sample points.
-    points = np.vstack([_outline_points(meshed, spacing), grid])
+    points = np.vstack(
+        [_outline_points(meshed, spacing), grid, *([] if extra is None else [extra])]
+    )
     points = np.unique(np.round(points * 4) / 4, axis=0)
-    triangles = Delaunay(points).simplices
+    triangles = _delaunay(points)
     # Drop triangles that leave the mask: their centre, or an edge's middle by more than
     # a pixel or two (an edge cutting a concave corner between a limb and the body stays).
     near = cv2.dilate(meshed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
@@ -254,20 +340,12 @@ def barycentric(mesh: Mesh, points: np.ndarray, triangle: np.ndarray) -> np.ndar
     return np.column_stack([1.0 - wb - wc, wb, wc])
 
 
-def barycentric_matrix(
-    mesh: Mesh, points: np.ndarray, triangle: np.ndarray, dtype: type = np.float64
-) -> csr_matrix:
-    """(P, N) sparse: each point as the barycentric combination of its triangle's vertices,
-    so `matrix @ vertices` moves the points with any pose of the mesh."""
-    bary = barycentric(mesh, points, triangle)
-    return csr_matrix(
-        (
-            bary.ravel().astype(dtype),
-            mesh.triangles[triangle].ravel(),
-            np.arange(0, bary.size + 1, 3),
-        ),
-        shape=(len(points), len(mesh.vertices)),
-    )
+def barycentric_matrix(mesh: Mesh, points: np.ndarray, triangle: np.ndarray) -> np.ndarray:
+    """(P, N): each point as the barycentric combination of its triangle's vertices, so
+    `matrix @ vertices` moves the points with any pose of the mesh."""
+    matrix = np.zeros((len(points), len(mesh.vertices)))
+    np.put_along_axis(matrix, mesh.triangles[triangle], barycentric(mesh, points, triangle), 1)
+    return matrix
 
 
 def joint_triangles(mesh: Mesh, joints: np.ndarray) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Binary morphology with a disc of any radius, in time that stays low for any radius.
+"""Binary morphology with a disc of any radius, in time that stays low for any radius;
+holes filled.
 
 OpenCV's `dilate` with a 61-pixel disc costs ~150x one with a 5-pixel disc; a distance
 transform costs the same for any radius (about a 17-pixel disc's dilation). A pixel is
@@ -57,3 +58,13 @@ def opening(mask: np.ndarray, radius: float) -> np.ndarray:
 def closing(mask: np.ndarray, radius: float) -> np.ndarray:
     """`mask` plus every gap narrower than a disc of `radius` across."""
     return erode(dilate(mask, radius), radius) | mask
+
+
+def fill_holes(binary: np.ndarray) -> np.ndarray:
+    """`binary` plus every region the border cannot reach through non-set pixels."""
+    padded = cv2.copyMakeBorder(binary.astype(np.uint8) * 255, 1, 1, 1, 1,
+                                cv2.BORDER_CONSTANT, value=0)  # fmt: skip
+    # A ring of paper around the crop, so one fill from a corner reaches the whole border.
+    fill_mask = np.zeros((padded.shape[0] + 2, padded.shape[1] + 2), np.uint8)
+    cv2.floodFill(padded, fill_mask, (0, 0), 128)
+    return padded[1:-1, 1:-1] != 128

@@ -98,17 +98,28 @@ def body_axes(
     # Bounded: a file's absurd Frame Time (an upload's 1e-12 s) must not ask for 10^12 taps,
     # nor a vast one (1e300 s) for a zero sigma; no real capture runs above 1000 fps.
     sigma = min(smoothing_s / frame_time, MAX_SMOOTHING_FRAMES)
-    from scipy.ndimage import gaussian_filter1d  # here: `animation motions` needs no scipy
-
     weighted = unit * weight[:, None]
-    smooth = (
-        gaussian_filter1d(weighted, sigma, axis=0, mode="nearest") if sigma > 0.01 else weighted
-    )
+    smooth = gaussian_smooth(weighted, sigma) if sigma > 0.01 else weighted
     norm = np.linalg.norm(smooth, axis=1, keepdims=True)
     fallback = _default_lateral(up_v)
     lateral = np.where(norm > 1e-6, smooth / np.maximum(norm, 1e-12), fallback)
     forward = np.cross(lateral, up_v)
     return BodyAxes(up=up_v, lateral=lateral, forward=forward)
+
+
+def gaussian_smooth(values: np.ndarray, sigma: float) -> np.ndarray:
+    """(F, C) values smoothed along F by a Gaussian of `sigma` frames, cut at 4 sigma, the
+    ends extended by their edge values (scipy.ndimage.gaussian_filter1d's defaults with
+    mode="nearest"; in numpy, as the renderer's CLI would wait ~0.1 s for scipy.ndimage)."""
+    radius = int(4.0 * sigma + 0.5)
+    if radius == 0:
+        return values.astype(np.float64)
+    x = np.arange(-radius, radius + 1)
+    kernel = np.exp(-0.5 * (x / sigma) ** 2)
+    kernel /= kernel.sum()
+    padded = np.pad(values.astype(np.float64), ((radius, radius), (0, 0)), mode="edge")
+    windows = np.lib.stride_tricks.sliding_window_view(padded, len(kernel), axis=0)
+    return windows @ kernel
 
 
 def _default_lateral(up: np.ndarray) -> np.ndarray:

@@ -1,15 +1,13 @@
 """How far the cleaned, paletted texture moves a frame's colours from the drawing's own.
 
-A frame is drawn twice with the same samples on the same pixels: once from the palette
-(what the renderer writes) and once from the character's original texture, each sample
-taking its texel's colour as photographed. The mean CIELAB error between the two, over
+A frame is drawn twice on the same pixels: once from the palette (what the renderer
+writes) and once from the character's original texture, each pixel taking its texel's
+colour as photographed. The mean CIELAB error between the two, over
 the figure's pixels, is what cleaning (the light and grain flattened, ink smoothed) and
 the palette cost together.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import numpy as np
 
@@ -31,11 +29,14 @@ def frame_colour_error(rig: Rig, joints: np.ndarray, size: int = 256) -> float:
     (16, 2) in texture px, at `size` px, against the same frame drawn from the original
     texture."""
     vertices = rig.arap.solve(np.asarray(joints, np.float64)[None])
-    camera, placed, samples = frame_geometry(rig, vertices, size)
-    by_texel = replace(samples, colour=samples.texel, _columns={})
-    texels = rasterise(by_texel, placed, camera.width, camera.height, -1)[0]
-    index = rasterise(samples, placed, camera.width, camera.height, rig.texture.transparent)[0]
+    camera, placed = frame_geometry(rig, vertices, size)
+    index = rig.texture.index
+    numbers = np.arange(index.size, dtype=np.float32).reshape(index.shape)  # exact below 2**24
+    by_texel = np.where(index == rig.texture.transparent, np.float32(-1), numbers)
+    w, h = camera.width, camera.height
+    texels = rasterise(rig.pieces, rig.mesh, by_texel, placed, w, h, -1)[0]
+    index = rasterise(rig.pieces, rig.mesh, index, placed, w, h, rig.texture.transparent)[0]
     drawn = texels >= 0
-    original = rig.character.texture[..., :3].reshape(-1, 3)[texels[drawn]]
+    original = rig.character.texture[..., :3].reshape(-1, 3)[texels[drawn].astype(np.intp)]
     paletted = rig.texture.palette[index[drawn]]
     return float(delta_e(original, paletted).mean())

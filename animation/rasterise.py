@@ -1,154 +1,91 @@
-"""Drawing deformed frames without OpenGL: the texture as palette-indexed splats.
+"""Drawing deformed frames without OpenGL: each output pixel looks its texel up.
 
-The texture never changes, so it is cleaned and reduced to a palette once (`texture`),
-and cut into samples a fraction of an output pixel apart. Each sample's barycentric coordinates in the rest mesh
-go into one sparse matrix, so one sparse-dense product places every sample of every frame;
-the samples are then written as palette indices in painter's order (back body parts
-first). Samples on a hexagonal lattice under 0.866 output px apart leave no holes, whatever
-the rotation.
+The mesh covers every drawn texel's centre (see `mesh`), and each posed triangle is an
+affine image of its rest triangle. So a frame is drawn backwards: every output pixel
+whose centre lies in a posed triangle is mapped by that triangle's inverse affine map to
+a point of the texture, and takes the value of the nearest texel (a palette index, or
+anything else per texel: see `rasterise`'s `table`). Texels off the drawn region hold the
+background and are not written, so the figure's silhouette is the drawing's own, to the
+texel. The work is proportional to the output pixels covered; no pixel inside a triangle
+can be missed (no cracks, however a pose stretches the figure), and a texel is never
+blended with its neighbours (strokes stay as crisp as the texture).
+
+Triangles are walked as horizontal spans: each is split at its middle vertex into two
+trapezoids whose rows run between two straight edges; each row is a run of pixels along
+which the texture coordinates grow by a constant step. Everything is vectorised over
+(piece, frame) then rows then pixels; the pixels are written in painter's order (back
+body parts first), so later parts paint over earlier ones.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from scipy import sparse
 
-from animation.mesh import Mesh, barycentric, barycentric_matrix
+from animation.mesh import Mesh, barycentric_matrix
 
 MARGIN = 3  # output px kept clear around the figure's extent over the whole clip
-# Output px between neighbouring samples at rest. A hexagonal lattice leaves no pixel empty
-# while its spacing stays under 0.866 px: this leaves room for a 15% stretch, and the
-# triangles a motion stretches more get denser lattices (`stretch_levels`). Measured over
-# the shipped motions, 0.75 needs the fewest samples in all.
-SAMPLE_SPACING = 0.75
-MAX_LEVEL = 6  # lattice spacing at most 8x finer than at rest (slivers stretch without bound)
+# Spans are closed to within this many px: a pixel centre on an edge two triangles share
+# is drawn by both (same texel either way) rather than by neither.
+EDGE_EPS = 1e-3
 
 
 @dataclass(frozen=True)
-class Samples:
-    """Texture samples bound to the rest mesh, in painter's order."""
+class Pieces:
+    """The triangles a frame is drawn from, in painter's order, each moved by the affine
+    map of one mesh triangle: the mesh's own triangles, and a pixel-sized square (two
+    triangles) for each drawn texel whose centre no mesh triangle covers."""
 
-    weights: sparse.csr_matrix  # (S, N) float32: barycentric coordinates
-    colour: np.ndarray  # (S,) palette index (or any per-texel value: see `texel`)
-    texel: np.ndarray  # (S,) int64: the texture pixel each sample carries, y * W + x
-    spacing: float  # texture px between neighbouring samples
-    _columns: dict[int, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
-
-    def colour_columns(self, frames: int) -> np.ndarray:
-        """(S, frames) copies of `colour`: a contiguous value array scatters twice as fast
-        as a broadcast one."""
-        if frames not in self._columns:
-            self._columns[frames] = np.repeat(self.colour[:, None], frames, axis=1)
-        return self._columns[frames]
+    triangle: np.ndarray  # (P,) int64: the mesh triangle whose map moves the piece
+    rest: np.ndarray  # (P, 3, 2) float64: corners in texture px
+    corners: np.ndarray  # (P, 3) int64: mesh vertex of each corner, -1 if none (a square)
+    part: np.ndarray  # (P,) int64: the body part (index into mesh.PARTS), non-decreasing
 
 
-def texture_samples(
-    mesh: Mesh, index: np.ndarray, spacing: float, levels: np.ndarray | None = None
-) -> Samples:
-    """Samples on hexagonal lattices over the drawn region: `spacing` texture px apart,
-    and `spacing / sqrt(2)**levels[t]` in triangle t where the motion stretches it.
-
-    A hexagonal lattice covers the plane with 23% fewer points than a square one for the
-    same largest gap, and every output pixel needs a sample in it.
-    """
-    ys, xs = np.nonzero(mesh.region)
-    pixel_level = (
-        np.zeros(len(ys), np.int64) if levels is None else levels[mesh.triangle_map[ys, xs]]
-    )
-    level_map = np.full(mesh.region.shape, -1, np.int64)
-    level_map[ys, xs] = pixel_level
-    parts = []
-    for level in np.unique(pixel_level):
-        # A denser lattice reaches one pixel into sparser ground, so no gap opens along the
-        # seam where the sparser lattice's last points fall short of it.
-        own = level_map == level
-        if level > pixel_level.min():
-            grown = cv2.dilate(own.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
-            own |= grown & (level_map >= 0) & (level_map < level)
-        sel = own[ys, xs]
-        parts.append(_lattice(own, ys[sel], xs[sel], spacing / np.sqrt(2.0) ** level))
-    px, py, points = (np.concatenate(a) for a in zip(*parts, strict=True))
-    triangle = mesh.triangle_map[py, px]
+def mesh_pieces(mesh: Mesh) -> Pieces:
+    """The mesh's triangles and the squares of the drawn texels they miss, back to front."""
+    ys, xs = uncovered_texels(mesh)
+    owner = mesh.triangle_map[ys, xs].astype(np.int64)
+    half = np.array([[-0.5, -0.5], [0.5, -0.5], [0.5, 0.5], [-0.5, 0.5]])
+    square = np.column_stack([xs, ys])[:, None, :] + half  # (U, 4, 2)
+    halves = np.concatenate([square[:, [0, 1, 2]], square[:, [0, 2, 3]]])
+    triangle = np.r_[np.tile(owner, 2), np.arange(len(mesh.triangles))]
+    rest = np.concatenate([halves, mesh.vertices[mesh.triangles]])
+    corners = np.concatenate([np.full((len(halves), 3), -1), mesh.triangles])
+    # Squares first within a part; parts back to front.
     order = np.argsort(mesh.part[triangle], kind="stable")
-    points, triangle, px, py = points[order], triangle[order], px[order], py[order]
-    colour = index[py, px]
-    weights = barycentric_matrix(mesh, points, triangle, np.float32)
-    texel = py * index.shape[1] + px
-    return Samples(weights=weights, colour=colour, texel=texel, spacing=spacing)
+    return Pieces(
+        triangle=triangle[order],
+        rest=rest[order],
+        corners=corners[order],
+        part=mesh.part[triangle[order]],
+    )
 
 
-def _lattice(
-    region: np.ndarray, ys: np.ndarray, xs: np.ndarray, spacing: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Hexagonal lattice points over `region` (whose pixels are ys, xs): their pixels' x and
-    y, and the points (P, 2)."""
-    row = spacing * np.sqrt(3) / 2
-    gy = np.arange(ys.min() - 0.5 + row / 2, ys.max() + 0.5, row)
-    gx = np.arange(xs.min() - 0.5 + spacing / 4, xs.max() + 0.5, spacing)
-    # Odd rows shift by half a spacing: (rows, cols) grids of x and y.
-    grid_x = gx[None, :] + (np.arange(len(gy)) % 2 * spacing / 2)[:, None]
-    grid_y = np.broadcast_to(gy[:, None], grid_x.shape)
-    px = np.clip(np.round(grid_x).astype(np.int64), 0, region.shape[1] - 1)
-    py = np.clip(np.round(grid_y).astype(np.int64), 0, region.shape[0] - 1)
-    inside = region[py, px]
-    return px[inside], py[inside], np.column_stack([grid_x[inside], grid_y[inside]])
+def uncovered_texels(mesh: Mesh) -> tuple[np.ndarray, np.ndarray]:
+    """(ys, xs) of the drawn texels whose centres no mesh triangle covers, as the
+    rasteriser walks triangles."""
+    triangles = Pieces(
+        triangle=np.arange(len(mesh.triangles)),
+        rest=mesh.vertices[mesh.triangles],
+        corners=mesh.triangles,
+        part=np.zeros(len(mesh.triangles), np.int64),
+    )
+    h, w = mesh.region.shape
+    ones = np.ones((h, w), np.uint8)
+    covered = rasterise(triangles, mesh, ones, mesh.vertices[None], w, h, 0)[0]
+    return np.nonzero(mesh.region & (covered == 0))
 
 
-def stretch_levels(mesh: Mesh, vertices: np.ndarray) -> np.ndarray:
-    """(T,) how many times to halve each triangle's sample area so that no hole opens,
-    for (F, N, 2) posed vertices in texture px.
-
-    A triangle's largest singular value over the clip says how far apart its samples can
-    drift; samples `SAMPLE_SPACING` output px apart at rest stay under the 0.866 px a
-    hexagonal lattice may reach while that stretch is at most 0.866 / SAMPLE_SPACING.
-    """
-    rest = mesh.vertices[mesh.triangles]
-    posed = vertices[:, mesh.triangles]  # (F, T, 3, 2)
-    rest_edges = np.stack([rest[:, 1] - rest[:, 0], rest[:, 2] - rest[:, 0]], axis=-1)
-    det = np.linalg.det(rest_edges)
-    inverse = np.linalg.inv(np.where(np.abs(det)[:, None, None] < 1e-9, np.eye(2), rest_edges))
-    edges = np.stack([posed[..., 1, :] - posed[..., 0, :], posed[..., 2, :] - posed[..., 0, :]], -1)
-    grad = edges @ inverse  # (F, T, 2, 2) deformation gradients
-    frob = (grad**2).sum(axis=(-2, -1))
-    dets = np.linalg.det(grad)
-    largest = np.sqrt((frob + np.sqrt(np.maximum(frob**2 - 4 * dets**2, 0))) / 2).max(axis=0)
-    needed = SAMPLE_SPACING * largest / 0.866
-    return np.clip(np.ceil(2 * np.log2(np.maximum(needed, 1.0))), 0, MAX_LEVEL).astype(np.int64)
-
-
-def outline_weights(mesh: Mesh) -> sparse.csr_matrix:
-    """(P, N): points whose extent, in any pose, is the drawn figure's extent.
-
-    The mesh vertices (which bound every sample inside a triangle), plus the corners of
-    the drawn pixels that stick out of every triangle (the mesh outline cuts corners),
-    reduced to their convex hull per triangle.
-    """
-    ys, xs = np.nonzero(mesh.region)
-    triangle = mesh.triangle_map[ys, xs]
-    centres = np.column_stack([xs, ys]).astype(np.float64)
-    outside = barycentric(mesh, centres, triangle).min(axis=1) < 0
-    offsets = np.array([[-0.5, -0.5], [0.5, -0.5], [-0.5, 0.5], [0.5, 0.5]])
-    corners = (centres[outside, None, :] + offsets).reshape(-1, 2)
-    corner_tri = np.repeat(triangle[outside], 4)
-    # Each triangle moves its fringe affinely, and an affine map keeps convex hulls: the
-    # hull of a triangle's pixel corners bounds its samples in every pose.
-    hulls, hull_tri = [], []
-    order = np.argsort(corner_tri, kind="stable")
-    corners, corner_tri = corners[order], corner_tri[order]
-    bounds = np.r_[np.flatnonzero(np.diff(corner_tri)) + 1, len(corners)]
-    for start, stop in zip(np.r_[0, bounds[:-1]], bounds, strict=True):
-        if start == stop:  # no pixel sticks out anywhere
-            continue
-        hull = cv2.convexHull(corners[start:stop].astype(np.float32))[:, 0, :]
-        hulls.append(hull.astype(np.float64))
-        hull_tri.append(np.full(len(hull), corner_tri[start]))
-    if hulls:
-        corners, corner_tri = np.concatenate(hulls), np.concatenate(hull_tri)
-    fringe = barycentric_matrix(mesh, corners, corner_tri)
-    return sparse.vstack([sparse.identity(len(mesh.vertices), format="csr"), fringe], format="csr")
+def outline_weights(mesh: Mesh, pieces: Pieces) -> np.ndarray:
+    """(Q, N): the points besides the mesh vertices whose extent, in any pose, bounds
+    every pixel drawn (the corners of the squares of uncovered texels), as combinations
+    of the vertices."""
+    squares = np.flatnonzero(pieces.corners[:, 0] < 0)
+    points = pieces.rest[squares].reshape(-1, 2)
+    return barycentric_matrix(mesh, points, np.repeat(pieces.triangle[squares], 3))
 
 
 @dataclass(frozen=True)
@@ -165,7 +102,6 @@ def fit_camera(lo: np.ndarray, hi: np.ndarray, size: int) -> Camera:
     """The camera that fits the box `lo`..`hi` (texture px, every frame's outline) with a
     clear margin and the longest side `size` px."""
     extent = np.maximum(hi - lo, 1e-6)
-    # Samples land on round(p): keep them MARGIN px off every edge.
     scale = (size - 1 - 2 * MARGIN) / extent.max()
     width, height = (np.ceil(extent * scale).astype(int) + 1 + 2 * MARGIN).tolist()
     width, height = min(width, size), min(height, size)
@@ -173,33 +109,199 @@ def fit_camera(lo: np.ndarray, hi: np.ndarray, size: int) -> Camera:
     return Camera(scale=float(scale), offset=offset, width=width, height=height)
 
 
+@dataclass
+class _Spans:
+    """Runs of pixels: a sort key (body part, then run length: `_EMPTY` for none), flat
+    index of the run's first pixel in the (F, H, W) frames, and in one array (gathered
+    together) the texture point of its first pixel (u, v), the step per pixel (du, dv)
+    and the index of its last pixel (its length less one)."""
+
+    key: np.ndarray  # (R,) uint8
+    first: np.ndarray  # (R,) int64
+    values: np.ndarray  # (5, R) float32: u, v, du, dv, last
+
+
+_U, _V, _DU, _DV, _LAST = range(5)  # rows of _Spans.values
+
+
+def _affine(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """(..., 2, 3): the affine maps taking triangles `src` (..., 3, 2) to `dst`, NaN where
+    `src` has no area. In closed form: a stack of 2 x 2 inverses written out is far
+    cheaper than through LAPACK."""
+    s1, s2 = src[..., 1, :] - src[..., 0, :], src[..., 2, :] - src[..., 0, :]
+    d1, d2 = dst[..., 1, :] - dst[..., 0, :], dst[..., 2, :] - dst[..., 0, :]
+    det = s1[..., 0] * s2[..., 1] - s2[..., 0] * s1[..., 1]
+    det = np.where(np.abs(det) < 1e-9, np.nan, det)
+    # Linear part: [d1 d2] @ inverse([s1 s2]).
+    a = (d1[..., 0] * s2[..., 1] - d2[..., 0] * s1[..., 1]) / det
+    b = (d2[..., 0] * s1[..., 0] - d1[..., 0] * s2[..., 0]) / det
+    c = (d1[..., 1] * s2[..., 1] - d2[..., 1] * s1[..., 1]) / det
+    d = (d2[..., 1] * s1[..., 0] - d1[..., 1] * s2[..., 0]) / det
+    x0, y0 = src[..., 0, 0], src[..., 0, 1]
+    e = dst[..., 0, 0] - a * x0 - b * y0
+    f = dst[..., 0, 1] - c * x0 - d * y0
+    return np.stack([np.stack([a, b, e], -1), np.stack([c, d, f], -1)], -2)
+
+
+def _by_height(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Corners (..., 3) reordered top, middle, bottom: (xt, xm, xb, yt, ym, yb). Three
+    compare-and-swaps, far cheaper than a sort along a length-3 axis."""
+    xs, ys = [x[..., k] for k in range(3)], [y[..., k] for k in range(3)]
+    for i, j in ((0, 1), (1, 2), (0, 1)):
+        swap = ys[i] > ys[j]
+        xs[i], xs[j] = np.where(swap, xs[j], xs[i]), np.where(swap, xs[i], xs[j])
+        ys[i], ys[j] = np.where(swap, ys[j], ys[i]), np.where(swap, ys[i], ys[j])
+    return (*xs, *ys)
+
+
+# The columns of `_spans`' per-trapezoid table.
+_START, _Y0, _DY0, _X_REF, _LEFT, _RIGHT, _LO, _HI, _UX, _UY, _U0, _VX, _VY, _V0, _BASE, _PART = (
+    range(16)
+)
+
+
+def _spans(pieces: Pieces, mesh: Mesh, vertices: np.ndarray, width: int, height: int) -> _Spans:
+    """Every run of pixel centres inside a posed piece, for (F, N, 2) vertices in output
+    px, in no particular order (the key orders them)."""
+    frames = len(vertices)
+    tri = mesh.triangles[pieces.triangle]
+    rest = mesh.vertices[tri]  # (P, 3, 2)
+    moved = vertices[:, tri]  # (F, P, 3, 2)
+    with np.errstate(divide="ignore", invalid="ignore"):  # flat: NaN, and no rows below
+        backward = _affine(moved, rest).reshape(-1, 6)
+    # The pieces' corners: a mesh triangle's are its posed vertices (shared edges match
+    # exactly), a square's go through its triangle's map.
+    corners = moved
+    squares = np.flatnonzero(pieces.corners[:, 0] < 0)
+    if len(squares):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            forward = np.nan_to_num(_affine(rest[squares], moved[:, squares]))  # (F, S, 2, 3)
+        corners = moved.copy()
+        square = pieces.rest[squares][None, :, :, :, None]  # (1, S, 3, 2, 1)
+        corners[:, squares] = (forward[:, :, None, :, :2] @ square)[..., 0] + forward[
+            :, :, None, :, 2
+        ]
+    xt, xm, xb, yt, ym, yb = (c.ravel() for c in _by_height(corners[..., 0], corners[..., 1]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        long = np.where(yb > yt, (xb - xt) / (yb - yt), 0.0)  # dx/dy, top to bottom
+        short = np.stack(
+            [
+                np.where(ym > yt, (xm - xt) / (ym - yt), 0.0),
+                np.where(yb > ym, (xb - xm) / (yb - ym), 0.0),
+            ]
+        )
+    long_left = xt + (ym - yt) * long <= xm
+    # Two trapezoids a piece: rows from the top vertex to just above the middle one, both
+    # edges through the top vertex; rows from the middle one down, both edges through the
+    # bottom vertex (a row through the middle vertex belongs to the lower one). Each gets
+    # everything its rows need, in a table whose columns repeat once per row. In float32:
+    # an edge's x is its vertex's x plus the row's distance from that vertex (both exact
+    # to ~1e-5 px, well inside EDGE_EPS) times the slope.
+    first_row = np.stack([np.ceil(yt - EDGE_EPS), np.ceil(ym - EDGE_EPS)]).clip(0, height)
+    last_row = np.stack([np.ceil(ym - EDGE_EPS) - 1, np.floor(yb + EDGE_EPS)]).clip(-1, height - 1)
+    rows = np.maximum(last_row - first_row + 1, 0)
+    rows[:, np.isnan(backward[:, 0])] = 0  # posed flat: covers nothing
+    rows = rows.astype(np.int64).ravel()
+    table = np.empty((16, 2, len(xt)), np.float32)
+    table[_START] = -(np.cumsum(rows) - rows).reshape(2, -1)  # a row's number in its trapezoid
+    table[_Y0] = first_row
+    table[_DY0] = first_row - np.stack([yt, yb])
+    table[_X_REF] = xt, xb
+    table[_LEFT] = np.where(long_left, long, short)
+    table[_RIGHT] = np.where(long_left, short, long)
+    table[_LO] = np.minimum(np.minimum(xt, xm), xb)
+    table[_HI] = np.maximum(np.maximum(xt, xm), xb)
+    table[_UX : _V0 + 1] = backward.T[:, None]
+    table[_BASE] = np.repeat(np.arange(frames) * (width * height), len(tri))
+    table[_PART] = np.tile(pieces.part * len(_RUN_LENGTHS), frames)
+    # A gather along the columns: numpy repeats (16, T) along its second axis ~4x slower.
+    per_row = np.take(table.reshape(16, -1), np.repeat(np.arange(len(rows)), rows), axis=1)
+    k = np.arange(per_row.shape[1], dtype=np.float32)
+    k += per_row[_START]
+    y = k + per_row[_Y0]
+    dy = k + per_row[_DY0]
+    # Clamped to the piece's own extent, so that a sliver's nearly horizontal edge cannot
+    # throw a run wide.
+    x0 = np.clip(per_row[_X_REF] + dy * per_row[_LEFT], per_row[_LO], per_row[_HI])
+    x0 = np.maximum(np.ceil(x0 - np.float32(EDGE_EPS)), 0)
+    x1 = np.clip(per_row[_X_REF] + dy * per_row[_RIGHT], per_row[_LO], per_row[_HI])
+    x1 = np.minimum(np.floor(x1 + np.float32(EDGE_EPS)), width - 1)
+    n = np.maximum(x1 - x0 + 1, 0)
+    key = (_LENGTH_CLASS[n.astype(np.intp)] + per_row[_PART]).astype(np.uint8)
+    key[n == 0] = _EMPTY
+    within = y * width + x0  # exact in float32 below 2**24 px a frame
+    if frames * width * height < 1 << 24:
+        first = (within + per_row[_BASE]).astype(np.int64)
+    else:
+        first = within.astype(np.int64) + per_row[_BASE].astype(np.int64)
+    values = np.empty((5, len(n)), np.float32)
+    for out, (dx, dy_, offset) in ((values[_U], (_UX, _UY, _U0)), (values[_V], (_VX, _VY, _V0))):
+        np.multiply(per_row[dx], x0, out=out)
+        out += per_row[dy_] * y
+        out += per_row[offset]
+    values[_DU], values[_DV] = per_row[_UX], per_row[_VX]
+    np.subtract(n, 1, out=values[_LAST])
+    return _Spans(key=key, first=first, values=values)
+
+
+# Runs are drawn in blocks of equal length, padded to the next of these: every pixel of a
+# block is then one broadcast operation, with at most a third of a block wasted.
+_RUN_LENGTHS = np.array(
+    [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536]
+)
+_STEPS = np.arange(_RUN_LENGTHS[-1], dtype=np.float32)
+_LENGTH_CLASS = np.searchsorted(_RUN_LENGTHS, np.arange(_RUN_LENGTHS[-1] + 1))  # by run length
+_EMPTY = 255  # the sort key of a row with no pixel
+_BLOCK_ROWS = 32_000  # cv2.remap takes maps under 32767 px a side
+
+
 def rasterise(
-    samples: Samples,
+    pieces: Pieces,
+    mesh: Mesh,
+    table: np.ndarray,
     vertices: np.ndarray,
     width: int,
     height: int,
-    background: int,
-    out: np.ndarray | None = None,
+    background: float,
 ) -> np.ndarray:
-    """(F, N, 2) vertex positions in output px -> (F, height, width) frames of the samples'
-    `colour` (palette indices), `background` where no sample lands."""
-    frames = vertices.shape[0]
-    if out is None:
-        out = np.full((frames, height, width), background, samples.colour.dtype)
-    # (N, 2F): x columns then y columns, so one product places every sample in every frame.
-    v = np.concatenate([vertices[..., 0].T, vertices[..., 1].T], axis=1).astype(np.float32)
-    p = samples.weights @ v  # (S, 2F)
-    p += 0.5
-    np.floor(p, out=p)  # nearest pixel
-    # Flat index y * width + x + frame * width * height, exact in float32 below 2**24.
-    if out.size >= 1 << 24:
-        raise ValueError(f"rasterise at most {(1 << 24) // (width * height)} frames at a time")
-    index = p[:, frames:] * np.float32(width)
-    index += p[:, :frames]
-    index += (np.arange(frames, dtype=np.float32) * (width * height))[None, :]
-    # The camera keeps every sample inside its frame (`outline_weights`); this one pass over
-    # a contiguous array only guarantees no write lands outside the chunk.
-    np.clip(index, 0, out.size - 1, out=index)
-    # Within one frame the writes go in sample order, so later parts paint over earlier ones.
-    out.reshape(-1)[index.astype(np.intp)] = samples.colour_columns(frames)
-    return out
+    """(F, N, 2) vertex positions in output px -> (F, height, width) frames of `table`'s
+    values (an (H, W) uint8, uint16 or float32 array over the texture: palette indices,
+    or texel numbers), `background` where no texel lands. A texel holding `background`
+    is not drawn, so whatever lies behind it shows."""
+    frames = len(vertices)
+    if width > _RUN_LENGTHS[-1]:
+        raise ValueError(f"frames at most {_RUN_LENGTHS[-1]} px wide")
+    spans = _spans(pieces, mesh, vertices, width, height)
+    dump = frames * width * height  # where pixels whose texel is background go
+    out = np.full(dump + 1, background, table.dtype)
+    # Painter's order between parts; within a part, blocks by run length (a radix sort on
+    # one byte).
+    order = np.argsort(spans.key, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(spans.key, minlength=_EMPTY + 1))]
+    first = spans.first
+    for k in np.flatnonzero(np.diff(bounds[: _EMPTY + 1])):
+        run = int(_RUN_LENGTHS[k % len(_RUN_LENGTHS)])
+        for a in range(bounds[k], bounds[k + 1], _BLOCK_ROWS):
+            rows = order[a : min(a + _BLOCK_ROWS, bounds[k + 1])]
+            # (run, rows): the long axis last, so numpy's inner loops are long. A run
+            # shorter than the block repeats its last pixel: same place, same value.
+            u0, v0, du, dv, last = np.take(spans.values, rows, axis=1)
+            step = np.minimum(_STEPS[:run, None], last)
+            u = step * du
+            u += u0
+            v = step * dv
+            v += v0
+            value = cv2.remap(
+                table,
+                u,
+                v,
+                cv2.INTER_NEAREST,
+                borderMode=cv2.BORDER_CONSTANT,
+                borderValue=background,
+            )
+            target = step.astype(np.int64)
+            target += first[rows]
+            np.putmask(target, value == background, dump)
+            # Within one frame later writes win: later parts paint over earlier ones.
+            out[target] = value
+    return out[:dump].reshape(frames, height, width)

@@ -1,7 +1,7 @@
 """Character + motion -> GIF, WebP or MP4. The rig is built once per character (the
-texture cleaned and paletted, the mesh, the factorised ARAP systems); a motion then costs
-one ARAP solve for all its frames, one camera for the whole clip, texture splats and the
-encoder."""
+texture cleaned and paletted, the mesh and the pieces it is drawn from, the factorised ARAP
+systems); a motion then costs one ARAP solve for all its frames, one camera for the whole
+clip, rasterising and the encoder."""
 
 from __future__ import annotations
 
@@ -10,34 +10,35 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
 
-from animation.arap import ArapSolver, build_arap
 from animation.character import Character
 from animation.formats import DEFAULT_FORMAT, check_format, encode
 from animation.gif import InlineExecutor
 from animation.mesh import Mesh, barycentric_matrix, build_mesh, joint_triangles
+from animation.morph import fill_holes
 from animation.motions import Motion, load_motion
 from animation.rasterise import (
-    SAMPLE_SPACING,
     Camera,
-    Samples,
+    Pieces,
     fit_camera,
+    mesh_pieces,
     outline_weights,
     rasterise,
-    stretch_levels,
-    texture_samples,
 )
 from animation.retarget import retarget
-from animation.segment import fill_holes
 from animation.texture import PalettedTexture, clean_texture
 from animation.timing import frame_schedule
 
+if TYPE_CHECKING:  # imported where a rig is built: scipy takes a quarter of a second
+    from animation.arap import ArapSolver
+
 MAX_SIZE = 1024  # output px: bounds memory (~250 MB at 1024), far above what a phone shows
-_CHUNK = 8  # frames rasterised together, at most
-_CHUNK_BYTES = 32_000_000  # bound on one chunk's (samples x frames) temporaries, ~18 B each
+# Output pixels rasterised together: each chunk of frames costs a few hundred numpy calls
+# whatever its size, and holds ~20 bytes a pixel while it is drawn (40 MB).
+_CHUNK_PIXELS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,8 @@ class Rig:
     mesh: Mesh
     arap: ArapSolver
     texture: PalettedTexture  # the cleaned texture: palette, indices, background index
-    outline: sparse.csr_matrix  # (P, N) points whose extent is the figure's extent
+    pieces: Pieces  # the triangles frames are drawn from, back to front
+    outline: np.ndarray  # (Q, N) points that, with the vertices, bound the figure's extent
 
 
 def build_rig(
@@ -88,14 +90,24 @@ def build_rig(
     with _executor(min(workers, 2)) as pool:
         cleaning = pool.submit(_clean_texture, character, timings)
         mesh = build_mesh(character.mask, joints)
-        outline = outline_weights(mesh)
+        pieces = mesh_pieces(mesh)
+        outline = outline_weights(mesh, pieces)
         clock.lap("mesh")
         handles = barycentric_matrix(mesh, joints, joint_triangles(mesh, joints))
+        from animation.arap import build_arap  # the first rig waits for scipy only here
+
         arap = build_arap(mesh.vertices, mesh.triangles, handles)
         clock.lap("arap_build")
         texture = cleaning.result().within(mesh.region)
     clock.restart()
-    return Rig(character=character, mesh=mesh, arap=arap, texture=texture, outline=outline)
+    return Rig(
+        character=character,
+        mesh=mesh,
+        arap=arap,
+        texture=texture,
+        pieces=pieces,
+        outline=outline,
+    )
 
 
 def _clean_texture(character: Character, timings: dict[str, float] | None) -> PalettedTexture:
@@ -129,15 +141,23 @@ def render_joints(
     vertices = rig.arap.solve(joints)  # (F, N, 2)
     frames = len(vertices)
     clock.lap("solve")
-    camera, placed, samples = frame_geometry(rig, vertices, options.size)
+    camera, placed = frame_geometry(rig, vertices, options.size)
     background = rig.texture.transparent
     clock.lap("rasterise")
-    chunk_frames = int(np.clip(_CHUNK_BYTES // (18 * samples.weights.shape[0]), 1, _CHUNK))
+    chunk_frames = max(1, _CHUNK_PIXELS // (camera.width * camera.height))
 
     def draw(start: int) -> tuple[np.ndarray, float]:
         began = time.thread_time()
         stop = start + chunk_frames
-        chunk = rasterise(samples, placed[start:stop], camera.width, camera.height, background)
+        chunk = rasterise(
+            rig.pieces,
+            rig.mesh,
+            rig.texture.index,
+            placed[start:stop],
+            camera.width,
+            camera.height,
+            background,
+        )
         return chunk, time.thread_time() - began
 
     # Rasterising and encoding are pipelined over chunks of frames, on one pool of threads
@@ -168,24 +188,18 @@ def render_joints(
     return data
 
 
-def frame_geometry(rig: Rig, vertices: np.ndarray, size: int) -> tuple[Camera, np.ndarray, Samples]:
-    """For (F, N, 2) posed vertices in texture px: the clip's camera, the vertices in
-    output px, and the texture samples dense enough for the clip's stretch."""
+def frame_geometry(rig: Rig, vertices: np.ndarray, size: int) -> tuple[Camera, np.ndarray]:
+    """For (F, N, 2) posed vertices in texture px: the clip's camera and the vertices in
+    output px."""
     camera = clip_camera(rig, vertices, size)
-    placed = vertices * camera.scale + camera.offset
-    levels = stretch_levels(rig.mesh, vertices)
-    samples = texture_samples(rig.mesh, rig.texture.index, SAMPLE_SPACING / camera.scale, levels)
-    return camera, placed, samples
+    return camera, vertices * camera.scale + camera.offset
 
 
 def clip_camera(rig: Rig, vertices: np.ndarray, size: int) -> Camera:
     """The one camera of a clip: fitted to the figure's outline over all frames
     (vertices: (F, N, 2) deformed mesh in texture px), longest side `size` px."""
-    frames = len(vertices)
-    flat = np.concatenate([vertices[..., 0].T, vertices[..., 1].T], axis=1)  # (N, 2F)
-    extent = rig.outline @ flat
-    xs, ys = extent[:, :frames], extent[:, frames:]
-    return fit_camera(np.array([xs.min(), ys.min()]), np.array([xs.max(), ys.max()]), size)
+    points = np.concatenate([vertices, rig.outline @ vertices], axis=1)  # (F, N + Q, 2)
+    return fit_camera(points.min(axis=(0, 1)), points.max(axis=(0, 1)), size)
 
 
 def output_joints(rig: Rig, joints: np.ndarray, size: int) -> tuple[np.ndarray, tuple[int, int]]:

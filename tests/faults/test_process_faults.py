@@ -31,8 +31,8 @@ from tests.support.offline_gateway import offline_env
 
 pytestmark = pytest.mark.integration
 
-# A long render (4 motions, 384 px, 24 fps): a few CPU-seconds, time enough to interfere.
-LONG = {"size": 384, "fps": 24}
+# A long render (4 motions, 512 px, 30 fps): over a CPU-second, time enough to interfere.
+LONG = {"size": 512, "fps": 30}
 
 
 def test_a_client_that_hangs_up_has_its_render_abandoned(offline_gateway):
