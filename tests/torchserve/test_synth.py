@@ -18,9 +18,11 @@ from torchserve.synth import (
     camera,
     generate,
     generate_batch,
+    props,
     scene,
 )
 from torchserve.synth.__main__ import main as synth_cli
+from torchserve.synth.generator import fill_enclosed
 
 SEEDS = range(40)
 
@@ -192,3 +194,70 @@ def test_cli_forces_styles_and_rejects_unknown_ones(tmp_path, capsys):
     with pytest.raises(SystemExit):
         synth_cli(["sheet", "--out", str(out), "--only", "body=robot"])
     assert "AXIS=VALUE" in capsys.readouterr().err
+
+
+# --- the mask label and the styles of issue 9 --------------------------------------------
+def test_fill_enclosed_fills_a_ring_and_leaves_an_open_arc():
+    ring = np.zeros((60, 60), np.uint8)
+    cv2.circle(ring, (30, 30), 20, 1, 2)
+    filled = fill_enclosed(ring)
+    assert filled[30, 30] == 1 and filled[5, 5] == 0
+    assert filled.sum() == pytest.approx(np.pi * 21**2, rel=0.1)
+    arc = np.zeros((60, 60), np.uint8)
+    cv2.ellipse(arc, (30, 30), (20, 20), 0, 30, 330, 1, 2)  # open on the right
+    assert np.array_equal(fill_enclosed(arc), arc)
+
+
+def test_mask_is_the_filled_silhouette_without_holes():
+    """AnimatedDrawings' convention: the head's inside is figure, and nothing in the mask
+    is an island of background (bar what an opaque pen lying on it hides)."""
+    for seed in range(300, 330):
+        s = generate(seed, size=400, only={"props": "none"})
+        mask = s.mask.astype(np.uint8)
+        assert np.array_equal(fill_enclosed(mask), mask), f"seed {seed} has a hole"
+        face = np.round(s.keypoints[:3, :2]).astype(int)  # nose and eyes, inside the head
+        assert s.mask[face[:, 1], face[:, 0]].all(), f"seed {seed}: face not in the mask"
+
+
+def test_detached_limbs_are_separate_blocks_of_the_mask():
+    blocks = []
+    for seed in range(400, 412):
+        s = generate(seed, size=500, only={"limbs": "detached", "props": "none"})
+        count, _ = cv2.connectedComponents(s.mask.astype(np.uint8), connectivity=8)
+        blocks.append(count - 1)
+    # Mostly apart; a crossed arm or a hand on the hip may still touch the body.
+    assert min(blocks) >= 1 and np.mean(np.array(blocks) >= 2) > 0.5, blocks
+
+
+def test_props_touch_the_figure_and_an_opaque_pen_is_cut_out_of_the_label():
+    figure = np.zeros((300, 240), bool)
+    figure[60:240, 90:150] = True  # a body
+    keypoints = np.zeros((17, 2))
+    keypoints[:, 0], keypoints[:, 1] = 120, 150
+    keypoints[[9, 10], 0] = 92, 148  # wrists at the body's sides
+    touching, hidden_any = 0, False
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        sheet = np.ones((300, 240, 3), np.float32)
+        hidden = props.add_props(rng, sheet, figure, keypoints, (90, 60, 150, 240), "marker", 1.0)
+        drawn = (sheet < 0.97).any(axis=2) & ~figure
+        near = cv2.dilate(figure.astype(np.uint8), np.ones((7, 7), np.uint8)) > 0
+        touching += bool((drawn & near).any())
+        hidden_any |= bool((hidden & figure).any())
+        # Only what was painted hides (a white pen's barrel may be paper-white in places).
+        painted = cv2.dilate((drawn | figure).astype(np.uint8), np.ones((9, 9), np.uint8)) > 0
+        assert not (hidden & ~painted).any()
+    assert touching >= 10 and hidden_any
+
+
+def test_a_coloured_page_is_coloured_all_over_mostly_around_the_figure():
+    figure = np.zeros((300, 240), bool)
+    figure[60:240, 90:150] = True
+    around = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        inks = scene.colour_in_page(rng, (300, 240), "crayon", 1.0, figure)
+        covered = np.maximum.reduce([ink.layer for ink in inks]) > 0
+        assert covered[~figure].mean() > 0.3, seed  # hatching leaves gaps, not half the page
+        around += covered[figure].mean() < 0.05
+    assert 6 <= around < 12  # usually coloured around the figure, sometimes over it

@@ -197,7 +197,8 @@ def generate(
     H = _frame(rng, corners, h, w, style["photo"])
     photo = camera.shoot(rng, cv2.convertScaleAbs(sheet, alpha=255.0), H, style["photo"])
     photo = camera.jpeg(rng, photo)
-    mask = camera.warp_mask(mask, H, corners)
+    # Nearest-neighbour warping can open pinholes in the silhouette: close them again.
+    mask = fill_enclosed(camera.warp_mask(mask, H, corners))
     kp = cv2.perspectiveTransform(keypoints[None].astype(np.float64), H)[0]
 
     bbox = np.clip(np.array(_extent(mask, kp)), 0, [w, h, w, h]).astype(np.float32)
