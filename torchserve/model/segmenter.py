@@ -1,0 +1,106 @@
+"""Drawn-figure segmenter: the figure's filled silhouette in a crop, as AnimatedDrawings'
+masks are (its strokes, fills and what they enclose, its separate limbs; not the paper,
+nor what lies against it).
+
+The crop (the detector's box plus the gateway's margin) is letterboxed to ``size`` x
+``size`` RGB. An encoder down to stride 32 sees the whole figure (what is figure and what
+is a ball it holds is a question of context); a top-down decoder brings that back to
+stride 4, and a last layer at stride 2 fuses it with the stem's fine features, so a stroke
+one input pixel wide still shows in the logits. The logits are then resampled bilinearly
+straight to the crop's own pixels (never a thresholded low-resolution mask scaled up) and
+thresholded there, so edges and thin limbs keep the crop's resolution.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .layers import Backbone, ConvBNReLU, SquareInputNet, TopDown, load_network
+from .transforms import Letterbox, letterbox, to_tensor
+
+SEGMENTER_FORMAT = "drawn-humanoid-segmenter/1"
+NECK_CHANNELS = 48
+FINE_CHANNELS = 16
+THRESHOLD = 0.5  # probability above which a crop pixel is the figure's
+
+
+class SegmenterNet(SquareInputNet):
+    """Input (N, 3, S, S) normalised RGB -> (N, 1, S/2, S/2) figure logits."""
+
+    stride = 2
+
+    def __init__(self, size: int = 256, widths: tuple[int, ...] = (32, 64, 96, 128)) -> None:
+        super().__init__(size, widths)
+        self.backbone = Backbone(list(widths), [1, 1, 2, 1])  # stem at stride 2, stages 4..32
+        self.neck = TopDown(list(widths), NECK_CHANNELS)  # back to stride 4
+        self.fuse = ConvBNReLU(NECK_CHANNELS + widths[0] // 2, FINE_CHANNELS)
+        self.head = nn.Conv2d(FINE_CHANNELS, 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        stem = self.backbone.stem(x)
+        features, y = [], stem
+        for stage in self.backbone.stages:
+            y = stage(y)
+            features.append(y)
+        y = F.interpolate(
+            self.neck(features), size=stem.shape[-2:], mode="bilinear", align_corners=False
+        )
+        return self.head(self.fuse(torch.cat([y, stem], dim=1)))
+
+
+def upsample_logits(logits: torch.Tensor, stride: int) -> torch.Tensor:
+    """(N, 1, h, w) logits -> (N, 1, h*stride, w*stride) at input resolution (bilinear, the
+    same half-pixel convention as ``logits_to_crop``); what training scores."""
+    return F.interpolate(logits, scale_factor=stride, mode="bilinear", align_corners=False)
+
+
+def segmenter_input(crop: np.ndarray, size: int) -> tuple[torch.Tensor, Letterbox]:
+    """RGB uint8 (H, W, 3) crop of one figure -> the input tensor (1, 3, size, size) and the
+    letterbox that maps its coordinates back to the crop's pixels."""
+    square, box = letterbox(crop, size)
+    return to_tensor(square), box
+
+
+def logits_to_crop(logits: np.ndarray, box: Letterbox, shape: tuple[int, int]) -> np.ndarray:
+    """One crop's logits (h, w) at the network's stride -> float32 logits (H, W) at the
+    crop's pixels (``shape`` = (H, W)), bilinear, in one warp."""
+    stride = box.size / logits.shape[-1]
+    m = box.matrix()  # crop pixels -> input pixels
+    # Input pixel x lies at logit cell (x + 0.5) / stride - 0.5.
+    to_cell = np.array(
+        [
+            [m[0, 0] / stride, 0.0, (m[0, 2] + 0.5) / stride - 0.5],
+            [0.0, m[1, 1] / stride, (m[1, 2] + 0.5) / stride - 0.5],
+        ]
+    )
+    height, width = shape
+    return cv2.warpAffine(
+        np.ascontiguousarray(logits, dtype=np.float32),
+        to_cell,
+        (width, height),
+        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+        borderMode=cv2.BORDER_REPLICATE,
+    )
+
+
+def decode_mask(
+    logits: torch.Tensor, box: Letterbox, shape: tuple[int, int]
+) -> tuple[np.ndarray, float]:
+    """One crop's segmenter output (1, h, w) -> (mask (H, W) bool at the crop's pixels,
+    score): the score is the mean probability over the mask's pixels (0 for an empty mask),
+    how sure the network is of what it calls figure."""
+    crop_logits = logits_to_crop(logits.detach().float().cpu().numpy()[0], box, shape)
+    mask = crop_logits > np.log(THRESHOLD / (1 - THRESHOLD))
+    if not mask.any():
+        return mask, 0.0
+    probability = 1.0 / (1.0 + np.exp(-crop_logits[mask]))
+    return mask, round(float(probability.mean()), 4)
+
+
+def load_segmenter(path: str, device: str | torch.device = "cpu") -> SegmenterNet:
+    """The segmenter saved by ``torchserve.train segmenter``, in eval mode on ``device``."""
+    return load_network(path, SEGMENTER_FORMAT, SegmenterNet, device)
