@@ -14,7 +14,7 @@ from torchserve.server import (
 )
 
 
-def test_repo_config_serves_both_models_on_loopback_without_tokens():
+def test_repo_config_serves_the_three_models_on_loopback_without_tokens():
     config = read_properties(DEFAULT_CONFIG)
     for key in ADDRESS_KEYS:
         assert config[key].startswith("http://127.0.0.1:")
@@ -28,7 +28,8 @@ def test_repo_config_serves_both_models_on_loopback_without_tokens():
         [settings] = models[name].values()
         assert settings["marName"] == f"{name}.mar"
         assert settings["batchSize"] > 1 and 0 < settings["maxBatchDelay"] <= 10
-        assert settings["minWorkers"] == settings["maxWorkers"] == 1  # two cores, two models
+        # One worker each: a request calls the models one after the other.
+        assert settings["minWorkers"] == settings["maxWorkers"] == 1
 
 
 def test_private_instance_changes_only_ports_and_model_store(tmp_path):
