@@ -3,8 +3,10 @@ masks are (its strokes, fills and what they enclose, its separate limbs; not the
 nor what lies against it).
 
 The crop (the detector's box plus the gateway's margin) is letterboxed to ``size`` x
-``size`` RGB. An encoder down to stride 32 sees the whole figure (what is figure and what
-is a ball it holds is a question of context); a top-down decoder brings that back to
+``size`` RGB. An encoder down to stride 32, with the whole input's mean features added
+back there, sees the whole figure (what is figure and what is a ball it holds, or whether
+bare paper lies inside a big round body or beside it, is a question of context); a
+top-down decoder brings that back to
 stride 4, and a last layer at stride 2 fuses it with the stem's fine features, so a stroke
 one input pixel wide still shows in the logits. The logits are then resampled bilinearly
 straight to the crop's own pixels (never a thresholded low-resolution mask scaled up) and
@@ -28,6 +30,18 @@ FINE_CHANNELS = 16
 THRESHOLD = 0.5  # probability above which a crop pixel is the figure's
 
 
+class GlobalContext(nn.Module):
+    """Adds what the whole input looks like (its mean features, through a 1x1 conv) to every
+    cell: the coarsest cells then know where the figure's outline runs however far away."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.project = nn.Sequential(nn.Conv2d(channels, channels, 1), nn.ReLU(inplace=True))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.project(F.adaptive_avg_pool2d(x, 1))
+
+
 class SegmenterNet(SquareInputNet):
     """Input (N, 3, S, S) normalised RGB -> (N, 1, S/2, S/2) figure logits."""
 
@@ -36,6 +50,7 @@ class SegmenterNet(SquareInputNet):
     def __init__(self, size: int = 256, widths: tuple[int, ...] = (32, 64, 96, 128)) -> None:
         super().__init__(size, widths)
         self.backbone = Backbone(list(widths), [1, 1, 2, 1])  # stem at stride 2, stages 4..32
+        self.context = GlobalContext(widths[-1])
         self.neck = TopDown(list(widths), NECK_CHANNELS)  # back to stride 4
         self.fuse = ConvBNReLU(NECK_CHANNELS + widths[0] // 2, FINE_CHANNELS)
         self.head = nn.Conv2d(FINE_CHANNELS, 1, 1)
@@ -46,6 +61,7 @@ class SegmenterNet(SquareInputNet):
         for stage in self.backbone.stages:
             y = stage(y)
             features.append(y)
+        features[-1] = self.context(features[-1])
         y = F.interpolate(
             self.neck(features), size=stem.shape[-2:], mode="bilinear", align_corners=False
         )

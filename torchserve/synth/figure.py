@@ -159,6 +159,11 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
     if body != "stick":  # a body wider than it is tall reads as a table, not a person
         sw = min(sw, torso * _u(rng, 0.45, 0.7))
         hw = min(hw, sw)
+    round_body = styles["build"] == "round" and body in ("outline", "filled")
+    if round_body:  # a big round belly: a wide, tall oval with mostly bare paper inside
+        torso = _u(rng, 0.3, 0.55)
+        sw = torso * _u(rng, 0.45, 0.85)
+        hw = sw * _u(rng, 0.75, 1.0)
     lean = _u(rng, -0.06, 0.06)
     x_sh = neck_top[0] + _u(rng, -0.02, 0.02)
     kp[L_SHOULDER], kp[R_SHOULDER] = (x_sh + sw, y_sh), (x_sh - sw, y_sh)
@@ -194,7 +199,7 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
     ):
         kp[k_i], kp[a_i] = _limb(rng, kp[h_i], side, LEG_POSES[pose], legs[side < 0])
 
-    _torso(rng, body, kp, neck_top, limb_w, tubes, shapes)
+    _torso(rng, body, kp, neck_top, limb_w, tubes, shapes, round_body)
     hem = _dress(rng, kp, limb_w, shapes) if body == "dress" else None
     # Limbs drawn as separate blocks: each starts a little way off the body, not touching it.
     detached = styles["limbs"] == "detached"
@@ -282,7 +287,7 @@ def _head(rng, styles, kp, shapes) -> tuple[float, float, np.ndarray]:
     return rx, ry, rot
 
 
-def _torso(rng, body, kp, neck_top, limb_w, tubes, shapes) -> None:
+def _torso(rng, body, kp, neck_top, limb_w, tubes, shapes, round_body=False) -> None:
     sh = (kp[L_SHOULDER] + kp[R_SHOULDER]) / 2
     hip = (kp[L_HIP] + kp[R_HIP]) / 2
     if body == "stick":
@@ -295,7 +300,7 @@ def _torso(rng, body, kp, neck_top, limb_w, tubes, shapes) -> None:
         return
     if body == "dress":
         return
-    kind = rng.integers(3)
+    kind = 0 if round_body else rng.integers(3)
     pad = limb_w * _u(rng, 0.5, 1.5)
     top_w = abs(kp[L_SHOULDER, 0] - kp[R_SHOULDER, 0]) / 2 + pad
     bot_w = abs(kp[L_HIP, 0] - kp[R_HIP, 0]) / 2 + pad + limb_w

@@ -24,6 +24,8 @@ STYLE_AXES: dict[str, tuple[str, ...]] = {
     "props": ("none", "touching"),
     # The page coloured in all over (sky, grass, one colour), around or over the figure.
     "background": ("paper", "coloured"),
+    # A drawn body (outline or filled) of ordinary proportions, or a big round belly.
+    "build": ("slim", "round"),
 }
 
 # One value per axis that training never sees; the held-out-styles evaluation uses only these.
@@ -38,6 +40,7 @@ _WEIGHTS: dict[str, dict[str, float]] = {
     "limbs": {"joined": 3.0},
     "props": {"none": 1.5},
     "background": {"paper": 4.0},
+    "build": {"slim": 3.0},
 }
 
 
