@@ -3,7 +3,9 @@ masks are (its strokes, fills and what they enclose, its separate limbs; not the
 nor what lies against it).
 
 The crop (the detector's box plus the gateway's margin) is letterboxed to ``size`` x
-``size`` RGB. An encoder down to stride 32, with the whole input's mean features added
+``size`` RGB, with two hint channels (``outline.outline_hints``: the ink, and what the ink
+shuts off from the crop's edge). An encoder down to stride 32, with the whole input's mean
+features added
 back there, sees the whole figure (what is figure and what is a ball it holds, or whether
 bare paper lies inside a big round body or beside it, is a question of context); a
 top-down decoder brings that back to
@@ -22,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .layers import Backbone, ConvBNReLU, SquareInputNet, TopDown, load_network
+from .outline import HINT_CHANNELS, outline_hints
 from .transforms import Letterbox, letterbox, to_tensor
 
 SEGMENTER_FORMAT = "drawn-humanoid-segmenter/1"
@@ -43,13 +46,14 @@ class GlobalContext(nn.Module):
 
 
 class SegmenterNet(SquareInputNet):
-    """Input (N, 3, S, S) normalised RGB -> (N, 1, S/2, S/2) figure logits."""
+    """Input (N, 5, S, S): normalised RGB and the two hints -> (N, 1, S/2, S/2) logits."""
 
     stride = 2
 
     def __init__(self, size: int = 256, widths: tuple[int, ...] = (32, 64, 96, 128)) -> None:
         super().__init__(size, widths)
-        self.backbone = Backbone(list(widths), [1, 1, 2, 1])  # stem at stride 2, stages 4..32
+        # Stem at stride 2, stages at strides 4 to 32.
+        self.backbone = Backbone(list(widths), [1, 1, 2, 1], in_channels=3 + HINT_CHANNELS)
         self.context = GlobalContext(widths[-1])
         self.neck = TopDown(list(widths), NECK_CHANNELS)  # back to stride 4
         self.fuse = ConvBNReLU(NECK_CHANNELS + widths[0] // 2, FINE_CHANNELS)
@@ -74,11 +78,22 @@ def upsample_logits(logits: torch.Tensor, stride: int) -> torch.Tensor:
     return F.interpolate(logits, scale_factor=stride, mode="bilinear", align_corners=False)
 
 
+def input_tensor(squares: np.ndarray, hints: np.ndarray) -> torch.Tensor:
+    """uint8 RGB (N, S, S, 3) and their hints (N, 2, S, S) -> the input (N, 5, S, S)."""
+    return torch.cat([to_tensor(squares), torch.from_numpy(np.ascontiguousarray(hints))], dim=1)
+
+
 def segmenter_input(crop: np.ndarray, size: int) -> tuple[torch.Tensor, Letterbox]:
-    """RGB uint8 (H, W, 3) crop of one figure -> the input tensor (1, 3, size, size) and the
+    """RGB uint8 (H, W, 3) crop of one figure -> the input tensor (1, 5, size, size) and the
     letterbox that maps its coordinates back to the crop's pixels."""
     square, box = letterbox(crop, size)
-    return to_tensor(square), box
+    height, width = crop.shape[:2]
+    valid = np.zeros((size, size), bool)
+    x0, y0 = int(box.pad_x), int(box.pad_y)
+    valid[
+        y0 : y0 + max(1, round(height * box.scale)), x0 : x0 + max(1, round(width * box.scale))
+    ] = True
+    return input_tensor(square[None], outline_hints(square, valid)[None]), box
 
 
 def logits_to_crop(logits: np.ndarray, box: Letterbox, shape: tuple[int, int]) -> np.ndarray:
@@ -107,14 +122,22 @@ def decode_mask(
     logits: torch.Tensor, box: Letterbox, shape: tuple[int, int]
 ) -> tuple[np.ndarray, float]:
     """One crop's segmenter output (1, h, w) -> (mask (H, W) bool at the crop's pixels,
-    score): the score is the mean probability over the mask's pixels (0 for an empty mask),
-    how sure the network is of what it calls figure."""
-    crop_logits = logits_to_crop(logits.detach().float().cpu().numpy()[0], box, shape)
-    mask = crop_logits > np.log(THRESHOLD / (1 - THRESHOLD))
-    if not mask.any():
+    score): the score is the mean probability of the network's cells that call the crop's
+    pixels figure (0 when none does), how sure it is of what it calls figure."""
+    cells = logits.detach().float().cpu().numpy()[0]
+    mask = logits_to_crop(cells, box, shape) > np.log(THRESHOLD / (1 - THRESHOLD))
+    # The score from the cells over the crop (not the letterbox's padding): a few thousand
+    # numbers, where the crop's own pixels may be a million.
+    stride = box.size / cells.shape[-1]
+    height, width = shape
+    x0, y0 = int(box.pad_x // stride), int(box.pad_y // stride)
+    x1 = int(np.ceil((box.pad_x + width * box.scale) / stride))
+    y1 = int(np.ceil((box.pad_y + height * box.scale) / stride))
+    inside = cells[y0:y1, x0:x1]
+    figure = inside[inside > 0]
+    if not mask.any() or figure.size == 0:
         return mask, 0.0
-    probability = 1.0 / (1.0 + np.exp(-crop_logits[mask]))
-    return mask, round(float(probability.mean()), 4)
+    return mask, round(float((1.0 / (1.0 + np.exp(-figure))).mean()), 4)
 
 
 def load_segmenter(path: str, device: str | torch.device = "cpu") -> SegmenterNet:

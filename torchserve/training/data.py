@@ -20,6 +20,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from torchserve.model.outline import outline_hints
 from torchserve.model.pose import FLIP_INDEX
 from torchserve.model.transforms import PAD_VALUE, fit_letterbox, letterbox
 
@@ -358,9 +359,10 @@ def augment_segmenter(
     rng: np.random.Generator,
     jitter: float = 0.22,
     window: int | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A figure's segmenter region and mask -> (input image ``size`` square, or a random
-    ``window`` square of it; the mask's share of each pixel there, float32 0..1).
+    ``window`` square of it; its hint channels (2, ...); the mask's share of each pixel
+    there, float32 0..1).
 
     The crop is what serving gets (a box near the figure's, letterboxed), a little rotated,
     maybe mirrored. Nothing that would change the drawing without its mask (no stroke
@@ -371,11 +373,15 @@ def augment_segmenter(
     m = crop_matrix(crop, size, angle=float(rng.normal(0, 5)), flip=bool(rng.random() < 0.5))
     image = photometric(cut_crop(region, crop, m, size), rng)
     target = cut_crop(mask, crop, m, size, fill=0).astype(np.float32) / 255
+    # The hints see the whole input, as served; a window is cut from them afterwards.
+    valid = cut_crop(np.full(mask.shape, 255, np.uint8), crop, m, size, fill=0) > 127
+    hints = outline_hints(image, valid)
     if window is not None and window < size:
         x0, y0 = rng.integers(0, size - window + 1, size=2)
         image = image[y0 : y0 + window, x0 : x0 + window]
         target = target[y0 : y0 + window, x0 : x0 + window]
-    return np.ascontiguousarray(image), np.ascontiguousarray(target)
+        hints = hints[:, y0 : y0 + window, x0 : x0 + window]
+    return np.ascontiguousarray(image), np.ascontiguousarray(hints), np.ascontiguousarray(target)
 
 
 # --- targets ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+import cv2
 import numpy as np
 import torch
 
@@ -23,7 +24,13 @@ from torchserve.model.detector import (
     decode_detections,
 )
 from torchserve.model.pose import POSE_FORMAT, PoseNet, heatmap_coordinates
-from torchserve.model.segmenter import SEGMENTER_FORMAT, SegmenterNet, upsample_logits
+from torchserve.model.segmenter import (
+    SEGMENTER_FORMAT,
+    SegmenterNet,
+    input_tensor,
+    segmenter_input,
+    upsample_logits,
+)
 from torchserve.model.transforms import Letterbox, to_tensor
 from torchserve.training import data, losses
 from torchserve.training.metrics import box_iou, pck_hits
@@ -122,7 +129,7 @@ def segmenter_batch(
     jitter: float,
     window: int,
 ) -> tuple[torch.Tensor, ...]:
-    images, targets = zip(
+    images, hints, targets = zip(
         *(
             data.augment_segmenter(
                 records.seg_regions[i],
@@ -137,7 +144,9 @@ def segmenter_batch(
         ),
         strict=True,
     )
-    return to_tensor(np.stack(images)), torch.from_numpy(np.stack(targets))[:, None]
+    return input_tensor(np.stack(images), np.stack(hints)), torch.from_numpy(np.stack(targets))[
+        :, None
+    ]
 
 
 def segmenter_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -269,22 +278,31 @@ def validate_segmenter(
 ) -> Callable[[torch.nn.Module], dict[str, float]]:
     """Mean mask IoU on crops of the true boxes grown by 10% per side, as the gateway cuts
     them (no augmentation), scored at the input's resolution."""
-    images, targets = [], []
+    inputs, targets = [], []
     for i in range(len(records)):
         box = records.seg_boxes[i]
-        grow = np.array([-0.1, -0.1, 0.1, 0.1]) * np.tile(box[2:] - box[:2], 2)
-        crop = box + grow
-        m = data.crop_matrix(crop, size)
-        images.append(data.cut_crop(records.seg_regions[i], crop, m, size))
-        targets.append(data.cut_crop(records.seg_masks[i], crop, m, size, fill=0) > 127)
-    images_array, truth = np.stack(images), np.stack(targets)
+        crop = box + np.array([-0.1, -0.1, 0.1, 0.1]) * np.tile(box[2:] - box[:2], 2)
+        x0, y0 = np.maximum(np.floor(crop[:2]).astype(int), 0)
+        x1, y1 = np.ceil(crop[2:]).astype(int)
+        piece = np.ascontiguousarray(records.seg_regions[i][y0:y1, x0:x1])
+        x, letterbox_ = segmenter_input(piece, size)
+        inputs.append(x)
+        m = letterbox_.matrix()
+        targets.append(
+            cv2.warpAffine(
+                np.ascontiguousarray(records.seg_masks[i][y0:y1, x0:x1]),
+                m,
+                (size, size),
+                flags=cv2.INTER_LINEAR,
+            )
+            > 127
+        )
+    batch, truth = torch.cat(inputs), np.stack(targets)
 
     def run(model: torch.nn.Module) -> dict[str, float]:
         ious = []
-        for start in range(0, len(images_array), 32):
-            logits = upsample_logits(
-                model(to_tensor(images_array[start : start + 32])), model.stride
-            )
+        for start in range(0, len(batch), 32):
+            logits = upsample_logits(model(batch[start : start + 32]), model.stride)
             found = (logits[:, 0] > 0).numpy()
             t = truth[start : start + 32]
             inter = (found & t).sum(axis=(1, 2))
