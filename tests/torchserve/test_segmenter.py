@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 import torch
@@ -125,3 +126,20 @@ def test_the_thinnest_accepted_crop_gets_a_mask_of_its_size(handler):
     thinnest = np.full((4, 200, 3), 255, np.uint8)  # 50:1, the limit
     answers, statuses = run_batch(worker, context, [{"body": encode(thinnest, "PNG")}])
     assert statuses == [200] and mask_of(answers[0]).shape == (4, 200)
+
+
+def test_hints_fill_a_closed_outline_and_not_an_open_one_nor_the_padding():
+    from torchserve.model.outline import outline_hints
+
+    square = np.full((128, 128, 3), 128, np.uint8)  # the letterbox's grey around the crop
+    square[:, 20:108] = 235  # the crop: paper
+    valid = np.zeros((128, 128), bool)
+    valid[:, 20:108] = True
+    closed, opened = square.copy(), square.copy()
+    cv2.circle(closed, (64, 64), 30, (40, 40, 200), 2)
+    cv2.ellipse(opened, (64, 64), (30, 30), 0, 40, 320, (40, 40, 200), 2)
+    ink, enclosed = outline_hints(closed, valid)
+    assert ink[64, 34] == 1 and ink[64, 64] == -1  # on the ring, inside it
+    assert enclosed[64, 64] == 1 and enclosed[5, 64] == -1
+    assert (ink[:, :20] == -1).all() and (enclosed[:, :20] == -1).all()  # padding: no hint
+    assert outline_hints(opened, valid)[1][64, 64] == -1  # a gap wider than a few pixels
