@@ -251,7 +251,8 @@ def median_ms(call, runs: int = 30, warm_up: int = 5) -> float:
 
 def latency_ms(model: torch.nn.Module) -> float:
     """Median milliseconds of one forward pass at the model's input size on one thread."""
-    x = torch.randn(1, 3, model.size, model.size)
+    channels = next(model.parameters()).shape[1]  # the first convolution's input
+    x = torch.randn(1, channels, model.size, model.size)
     with torch.inference_mode():
         return median_ms(lambda: model(x))
 
@@ -369,6 +370,7 @@ def main(argv: list[str] | None = None) -> None:
         tables.append(real_report(score_real(args.real_dev, args.overlays)))
     else:
         tables.append(f"(no real drawings at {args.real_dev}: pass --real-dev)")
+    print("\n\n".join(tables), flush=True)
     timing = (
         f"Median forward pass on 1 CPU thread: detector {latency_ms(_models['detector']):.1f} ms "
         f"at {_models['detector'].size}px, pose {latency_ms(_models['pose']):.1f} ms at "
@@ -377,7 +379,6 @@ def main(argv: list[str] | None = None) -> None:
         f"500x400 crop (letterbox, network, mask at the crop's pixels) "
         f"{segmenter_call_ms():.1f} ms."
     )
-    print("\n\n".join(tables))
     print()
     print(timing)
     print(f"({time.monotonic() - started:.0f}s)")

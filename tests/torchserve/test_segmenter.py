@@ -14,7 +14,7 @@ from tests.support.masks import gateway_crop, mask_of
 from tests.torchserve.test_handlers import encode, loaded, run_batch
 from torchserve.handlers.segmenter_handler import SegmenterHandler
 from torchserve.model import decode_mask, load_detector, load_pose, load_segmenter
-from torchserve.model.segmenter import logits_to_crop, upsample_logits
+from torchserve.model.segmenter import MASK_MARGIN_PX, logits_to_crop, upsample_logits
 from torchserve.model.transforms import Letterbox, fit_letterbox
 from torchserve.synth import HELD_OUT_STYLES, generate
 from torchserve.training.metrics import mask_iou
@@ -36,11 +36,25 @@ def test_logits_land_on_the_crop_pixels_they_were_computed_for():
         logits = np.where(inside_y[:, None] & inside_x[None, :], 8.0, -8.0).astype(np.float32)
         mask, score = decode_mask(torch.from_numpy(logits)[None], box, (height, width))
         ys, xs = np.nonzero(mask)
-        tolerance = 2.5 / box.scale + 1  # a logit cell, in crop pixels, and rounding
+        # A logit cell in crop pixels, rounding, and AnimatedDrawings' margin.
+        tolerance = 2.5 / box.scale + 1 + MASK_MARGIN_PX
         assert abs(xs.min() - width / 3) <= tolerance and abs(xs.max() - 2 * width / 3) <= tolerance
         assert abs(ys.min() - height / 3) <= tolerance
         assert abs(ys.max() - 2 * height / 3) <= tolerance
         assert score > 0.9  # bar the edge, every pixel is sure
+
+
+def test_served_masks_have_the_margin_the_labels_have():
+    from torchserve.synth.generator import MASK_MARGIN_PX as LABEL_MARGIN
+
+    assert MASK_MARGIN_PX == LABEL_MARGIN
+    # One positive logit cell in the middle of a 1:1 letterbox: a disc of the margin's
+    # radius around the cell's two pixels, no more.
+    logits = torch.full((1, 64, 64), -8.0)
+    logits[0, 32, 32] = 8.0
+    mask, _ = decode_mask(logits, Letterbox(1.0, 0, 0, 128), (128, 128))
+    ys, xs = np.nonzero(mask)
+    assert 64 - MASK_MARGIN_PX - 1 <= xs.min() and xs.max() <= 65 + MASK_MARGIN_PX + 1
 
 
 def test_serving_resamples_logits_the_way_training_scores_them():

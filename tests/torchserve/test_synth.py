@@ -22,7 +22,7 @@ from torchserve.synth import (
     scene,
 )
 from torchserve.synth.__main__ import main as synth_cli
-from torchserve.synth.generator import fill_enclosed
+from torchserve.synth.generator import MASK_MARGIN_PX, fill_enclosed
 
 SEEDS = range(40)
 
@@ -40,6 +40,7 @@ def test_same_seed_same_bytes():
         assert a.keypoints.tobytes() == b.keypoints.tobytes()
         assert a.bbox.tobytes() == b.bbox.tobytes()
         assert a.mask.tobytes() == b.mask.tobytes()
+        assert a.silhouette.tobytes() == b.silhouette.tobytes()
         assert a.style == b.style
 
 
@@ -99,20 +100,21 @@ def test_types_and_shapes(samples):
         assert s.bbox.dtype == np.float32 and s.bbox.shape == (4,)
         assert s.keypoints.dtype == np.float32 and s.keypoints.shape == (17, 3)
         assert s.mask.dtype == bool and s.mask.shape == (h, w)
+        assert s.silhouette.dtype == bool and s.silhouette.shape == (h, w)
         assert set(s.style) == set(STYLE_AXES)
         assert max(h, w) == 320
 
 
 def test_labels_inside_image_and_box_encloses_figure(samples):
     for s in samples:
-        h, w = s.mask.shape
+        h, w = s.silhouette.shape
         x1, y1, x2, y2 = s.bbox
         assert 0 <= x1 < x2 <= w and 0 <= y1 < y2 <= h
         visible = s.keypoints[s.keypoints[:, 2] > 0]
         assert len(visible) >= 1
         assert (visible[:, 0] >= x1).all() and (visible[:, 0] <= x2).all()
         assert (visible[:, 1] >= y1).all() and (visible[:, 1] <= y2).all()
-        ys, xs = np.nonzero(s.mask)
+        ys, xs = np.nonzero(s.silhouette)
         assert len(xs) > 50, "the figure has drawn pixels"
         assert xs.min() >= x1 and xs.max() < x2 and ys.min() >= y1 and ys.max() < y2
         # Tight: the box is the figure's extent, not the page.
@@ -208,22 +210,26 @@ def test_fill_enclosed_fills_a_ring_and_leaves_an_open_arc():
     assert np.array_equal(fill_enclosed(arc), arc)
 
 
-def test_mask_is_the_filled_silhouette_without_holes():
-    """AnimatedDrawings' convention: the head's inside is figure, and nothing in the mask
-    is an island of background (bar what an opaque pen lying on it hides)."""
+def test_mask_is_the_filled_silhouette_without_holes_with_animateddrawings_margin():
+    """The head's inside is figure, nothing in the silhouette is an island of background
+    (bar what an opaque pen lying on it hides), and the mask is the silhouette grown by
+    MASK_MARGIN_PX, holes filled, as AnimatedDrawings' masks are."""
+    disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * MASK_MARGIN_PX + 1,) * 2)
     for seed in range(300, 330):
         s = generate(seed, size=400, only={"props": "none"})
-        mask = s.mask.astype(np.uint8)
-        assert np.array_equal(fill_enclosed(mask), mask), f"seed {seed} has a hole"
+        for label in (s.silhouette, s.mask):
+            assert np.array_equal(fill_enclosed(label.astype(np.uint8)), label), seed
         face = np.round(s.keypoints[:3, :2]).astype(int)  # nose and eyes, inside the head
-        assert s.mask[face[:, 1], face[:, 0]].all(), f"seed {seed}: face not in the mask"
+        assert s.silhouette[face[:, 1], face[:, 0]].all(), f"seed {seed}: face not in it"
+        grown = fill_enclosed(cv2.dilate(s.silhouette.astype(np.uint8), disc)) > 0
+        assert np.array_equal(s.mask, grown) and (s.mask >= s.silhouette).all()
 
 
 def test_detached_limbs_are_separate_blocks_of_the_mask():
     blocks = []
     for seed in range(400, 412):
         s = generate(seed, size=500, only={"limbs": "detached", "props": "none"})
-        count, _ = cv2.connectedComponents(s.mask.astype(np.uint8), connectivity=8)
+        count, _ = cv2.connectedComponents(s.silhouette.astype(np.uint8), connectivity=8)
         blocks.append(count - 1)
     # Mostly apart; a crossed arm or a hand on the hip may still touch the body.
     assert min(blocks) >= 1 and np.mean(np.array(blocks) >= 2) > 0.5, blocks

@@ -11,6 +11,10 @@ at once. So the network gets the flood fill's answer as input and learns when to
 - enclosed: the ink with small gaps closed, plus every region it shuts off from the
   border, i.e. the filled silhouette the ink alone would give.
 
+On squared paper the grid's squares are all "enclosed": the network has to learn to
+distrust that hint there (lined paper teaches it something of the kind; squared paper
+itself is one of the held-out styles).
+
 Only the crop's own pixels count: the letterbox's padding is neither ink nor enclosed.
 """
 
@@ -42,11 +46,16 @@ def outline_hints(square: np.ndarray, valid: np.ndarray) -> np.ndarray:
     closed = cv2.morphologyEx(
         ink.astype(np.uint8), cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k))
     )
-    # Background regions that touch no border of the square are shut in by the ink.
+    filled = enclosed(closed > 0) & valid
+    return np.where(np.stack([ink, filled]), np.float32(1), np.float32(-1))
+
+
+def enclosed(binary: np.ndarray) -> np.ndarray:
+    """(H, W) bool -> bool: the set pixels plus every region they shut off from the border
+    (4-connected background that cannot reach the image's edge)."""
     count, labels = cv2.connectedComponents(
-        np.pad(1 - closed, 1, constant_values=1), connectivity=4
+        np.pad(~binary, 1, constant_values=True).astype(np.uint8), connectivity=4
     )
     outside = np.zeros(count, bool)
     outside[np.unique(np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]]))] = True
-    enclosed = ~outside[labels[1:-1, 1:-1]] & valid
-    return np.where(np.stack([ink, enclosed]), np.float32(1), np.float32(-1))
+    return ~outside[labels[1:-1, 1:-1]]

@@ -13,6 +13,10 @@ stride 4, and a last layer at stride 2 fuses it with the stem's fine features, s
 one input pixel wide still shows in the logits. The logits are then resampled bilinearly
 straight to the crop's own pixels (never a thresholded low-resolution mask scaled up) and
 thresholded there, so edges and thin limbs keep the crop's resolution.
+
+The network learns the drawing's own silhouette, which does not depend on the crop's
+resolution. The served mask is drawn as AnimatedDrawings' masks are: that silhouette grown
+by ``MASK_MARGIN_PX`` of the crop's pixels, and the holes it then has filled.
 """
 
 from __future__ import annotations
@@ -24,13 +28,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from .layers import Backbone, ConvBNReLU, SquareInputNet, TopDown, load_network
-from .outline import HINT_CHANNELS, outline_hints
+from .outline import HINT_CHANNELS, enclosed, outline_hints
 from .transforms import Letterbox, letterbox, to_tensor
 
 SEGMENTER_FORMAT = "drawn-humanoid-segmenter/1"
 NECK_CHANNELS = 48
 FINE_CHANNELS = 16
 THRESHOLD = 0.5  # probability above which a crop pixel is the figure's
+# AnimatedDrawings' masks run about 2 px outside the ink at any crop size (measured on the
+# real drawings; torchserve.synth labels its masks the same way, MASK_MARGIN_PX there).
+MASK_MARGIN_PX = 2
 
 
 class GlobalContext(nn.Module):
@@ -122,10 +129,13 @@ def decode_mask(
     logits: torch.Tensor, box: Letterbox, shape: tuple[int, int]
 ) -> tuple[np.ndarray, float]:
     """One crop's segmenter output (1, h, w) -> (mask (H, W) bool at the crop's pixels,
-    score): the score is the mean probability of the network's cells that call the crop's
+    score): the silhouette the network sees, grown by MASK_MARGIN_PX and with its holes
+    filled; the score is the mean probability of the network's cells that call the crop's
     pixels figure (0 when none does), how sure it is of what it calls figure."""
     cells = logits.detach().float().cpu().numpy()[0]
-    mask = logits_to_crop(cells, box, shape) > np.log(THRESHOLD / (1 - THRESHOLD))
+    silhouette = logits_to_crop(cells, box, shape) > np.log(THRESHOLD / (1 - THRESHOLD))
+    disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * MASK_MARGIN_PX + 1,) * 2)
+    mask = enclosed(cv2.dilate(silhouette.astype(np.uint8), disc) > 0)
     # The score from the cells over the crop (not the letterbox's padding): a few thousand
     # numbers, where the crop's own pixels may be a million.
     stride = box.size / cells.shape[-1]

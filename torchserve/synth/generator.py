@@ -15,6 +15,10 @@ from .scene import Layout, colour_in_page, decorate, ghosts, paper, whiteboard_l
 from .styles import STYLE_AXES, allowed_values, pick_styles
 
 MIN_SIDE, MAX_SIDE = 32, 4096
+# AnimatedDrawings' masks run about 2 px outside the drawing's ink, whatever the crop's size
+# (measured on ../shared/real-dev: the median distance from a mask's edge to the nearest ink
+# is 1.9-2.3 px on all six, crops of 257 to 564 px): their segmentation dilates it.
+MASK_MARGIN_PX = 2
 ASPECTS = (1.0, 4 / 3, 3 / 2, 16 / 9, 5 / 4)
 
 
@@ -26,9 +30,13 @@ class Sample:
     # (the image's right). Every joint is labelled (visible = 1), as an annotator clicks
     # even a knee under a dress where it must be.
     keypoints: np.ndarray
-    # (H, W) bool: the main figure's filled silhouette, as AnimatedDrawings' masks are: its
-    # strokes and fills as meant (gaps in a stroke or a scribbled fill included), what they
-    # enclose, and its separate blocks; never the things drawn or lying against it.
+    # (H, W) bool: the main figure's filled silhouette: its strokes and fills as meant (gaps
+    # in a stroke or a scribbled fill included), what they enclose, and its separate
+    # blocks; never the things drawn or lying against it. What the segmenter learns.
+    silhouette: np.ndarray
+    # (H, W) bool: the figure's mask as AnimatedDrawings' tools make it (their mask.png):
+    # the silhouette grown by MASK_MARGIN_PX, holes that closes filled. What masks are
+    # judged against.
     mask: np.ndarray
     style: dict[str, str]  # one value per axis of STYLE_AXES
 
@@ -105,6 +113,13 @@ def fill_enclosed(mask: np.ndarray) -> np.ndarray:
     out = mask.copy()
     out[y : y + h, x : x + w] = (labels != outside)[1:-1, 1:-1]
     return out
+
+
+def with_margin(silhouette: np.ndarray, margin: int = MASK_MARGIN_PX) -> np.ndarray:
+    """A silhouette (uint8 0/1) as AnimatedDrawings' masks draw it: grown by `margin` px,
+    and the holes that closes filled."""
+    disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * margin + 1,) * 2)
+    return fill_enclosed(cv2.dilate(silhouette, disc))
 
 
 def _extent(mask: np.ndarray, points: np.ndarray) -> tuple[float, float, float, float]:
@@ -201,12 +216,14 @@ def generate(
     mask = fill_enclosed(camera.warp_mask(mask, H, corners))
     kp = cv2.perspectiveTransform(keypoints[None].astype(np.float64), H)[0]
 
+    # The box is the drawing's own extent (the silhouette's), as an annotator draws it.
     bbox = np.clip(np.array(_extent(mask, kp)), 0, [w, h, w, h]).astype(np.float32)
     return Sample(
         image=np.ascontiguousarray(photo),
         bbox=bbox,
         keypoints=np.concatenate([kp, np.ones((17, 1))], axis=1).astype(np.float32),
-        mask=mask.astype(bool),
+        silhouette=mask.astype(bool),
+        mask=with_margin(mask).astype(bool),
         style=style,
     )
 
