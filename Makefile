@@ -26,12 +26,18 @@ lint: $(STAMP)
 ARCHIVE_CODE := torchserve/__init__.py torchserve/build_archives.py \
 	$(wildcard torchserve/handlers/*.py torchserve/model/*.py) \
 	torchserve/model-config.yaml animation/__init__.py animation/images.py
-models: $(MODEL_STORE)/drawn_humanoid_detector.mar $(MODEL_STORE)/drawn_humanoid_pose_estimator.mar
+models: $(MODEL_STORE)/drawn_humanoid_detector.mar $(MODEL_STORE)/drawn_humanoid_pose_estimator.mar \
+	$(MODEL_STORE)/drawn_humanoid_segmenter.mar
 
 $(MODEL_STORE)/drawn_humanoid_detector.mar: torchserve/weights/detector.pt
 $(MODEL_STORE)/drawn_humanoid_pose_estimator.mar: torchserve/weights/pose.pt
+$(MODEL_STORE)/drawn_humanoid_segmenter.mar: torchserve/weights/segmenter.pt
 $(MODEL_STORE)/%.mar: $(ARCHIVE_CODE) | $(STAMP)
 	$(BIN)/python -m torchserve.build_archives --model-store $(@D) $*
+
+# The synthetic drawings with their labels (box, joints, mask), as the README shows them.
+docs/synth_contact_sheet.png: $(wildcard torchserve/synth/*.py) | $(STAMP)
+	$(BIN)/python -m torchserve.synth sheet --out $@ --seed 0 --count 24
 
 # --- system packages the tests need (apt, root only) ------------------------
 # Ceph's radosgw (+ a monitor and an OSD) lets tests/security check real S3 signatures;

@@ -1,4 +1,4 @@
-"""Build the two TorchServe archives (.mar) from the repository: handler + model code + weights.
+"""Build the three TorchServe archives (.mar) from the repository: handler + model code + weights.
 
     python -m torchserve.build_archives [--weights-dir DIR] [--model-store DIR] [NAME ...]
 
@@ -40,6 +40,9 @@ class Archive:
     name: str  # the TorchServe model name, as in AnimatedDrawings
     handler: str  # file in torchserve/handlers/
     weights: str  # file in the weights directory
+    # AnimatedDrawings has no such model: a model store without it (theirs) still serves,
+    # and the gateway falls back to its own segmentation.
+    optional: bool = False
 
 
 ARCHIVES = {
@@ -47,8 +50,10 @@ ARCHIVES = {
     for archive in (
         Archive("drawn_humanoid_detector", "detector_handler.py", "detector.pt"),
         Archive("drawn_humanoid_pose_estimator", "pose_handler.py", "pose.pt"),
+        Archive("drawn_humanoid_segmenter", "segmenter_handler.py", "segmenter.pt", True),
     )
 }
+OPTIONAL_MODELS = frozenset(name for name, archive in ARCHIVES.items() if archive.optional)
 
 
 def stage_code(into: Path) -> Path:

@@ -1,6 +1,7 @@
-"""Evaluate the committed models on two held-out synthetic sets, exactly as they are served.
+"""Evaluate the committed models on two held-out synthetic sets and on real drawings, as served.
 
     python -m torchserve.evaluate [--n 500] [--write torchserve/weights/EVAL.md]
+                                  [--real-dev ../shared/real-dev] [--overlays DIR]
 
 Set 1 ("held-out seeds") is drawn from seeds training never used, in the training styles;
 set 2 ("held-out styles") uses only the styles training never saw (HELD_OUT_STYLES). For
@@ -9,6 +10,14 @@ cut at that box grown by 10% per side (as the gateway cuts it) and the pose netw
 are scored by PCK@0.1 (within 10% of the true box's longer side): the served path, end to
 end. Pose is also scored on crops at the true box (same margin), to separate its own error
 from the detector's.
+
+The segmenter's mask, cut from the same two crops, is scored by IoU against the generator's
+exact mask (the figure's filled silhouette), beside the OpenCV path
+(`animation.segment.segment_figure`, given the served joints on the detector's crop and the
+true ones on the true box's crop), with the share of the true joints inside each mask. On
+the real drawings (`--real-dev`, AnimatedDrawings' annotation folders: `texture.png` is the
+crop with its paper, `mask.png` the truth, `char_cfg.yaml` the joints) both run on the crop
+as it is; `--overlays DIR` writes each drawing with both masks' outlines and the truth's.
 """
 
 from __future__ import annotations
@@ -20,27 +29,46 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import cv2
 import numpy as np
 import torch
+import yaml
+from PIL import Image
 
+from animation.segment import segment_figure
 from torchserve.model import (
     KEYPOINT_NAMES,
     decode_detections,
     decode_keypoints,
+    decode_mask,
     detector_input,
     load_detector,
     load_pose,
+    load_segmenter,
     pose_input,
+    segmenter_input,
 )
-from torchserve.training.metrics import box_iou, pck_hits, summarise_boxes
+from torchserve.training.metrics import box_iou, mask_iou, pck_hits, share_inside, summarise_boxes
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+REAL_DEV = Path(__file__).resolve().parents[2] / "shared" / "real-dev"
 SETS = {
     "held-out seeds": (1_000_000, "exclude"),
     "held-out styles": (2_000_000, "only"),
 }
 CROP_MARGIN = 0.1  # the gateway grows the detected box by this much per side before posing
 TARGETS = "detector mean IoU >= 0.85, recall@0.5 >= 0.98; PCK@0.1 >= 0.90 (set 1), >= 0.80 (set 2)"
+MASK_TARGETS = (
+    "mask IoU >= 0.93 (held-out seeds), >= 0.88 (held-out styles); real drawings: mean >= 0.93, "
+    "none below 0.88, every annotated joint inside (for the gateway's final mask)"
+)
+# The mask scores of one drawing, by column: (path, crop).
+MASK_COLUMNS = (
+    ("segmenter", "detector crop"),
+    ("segmenter", "true-box crop"),
+    ("OpenCV", "detector crop"),
+    ("OpenCV", "true-box crop"),
+)
 
 
 @dataclass
@@ -48,6 +76,8 @@ class Scores:
     iou: float
     pck_served: np.ndarray  # (17,) hits on the detector's crop (NaN: joint not labelled)
     pck_true_box: np.ndarray  # (17,) hits on the true box's crop
+    mask_iou: tuple[float, ...]  # per MASK_COLUMNS, against the whole photo's true mask
+    joints_inside: tuple[float, float, float]  # segmenter, OpenCV, the true mask (true box)
 
 
 def crop(image: np.ndarray, bbox: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -64,10 +94,12 @@ def crop(image: np.ndarray, bbox: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _models: dict[str, torch.nn.Module] = {}
 
 
-def _load(detector_path: str, pose_path: str) -> None:
+def _load(detector_path: str, pose_path: str, segmenter_path: str) -> None:
     torch.set_num_threads(1)
+    cv2.setNumThreads(1)
     _models["detector"] = load_detector(detector_path)
     _models["pose"] = load_pose(pose_path)
+    _models["segmenter"] = load_segmenter(segmenter_path)
 
 
 def _keypoints(image: np.ndarray, bbox: np.ndarray) -> np.ndarray:
@@ -79,6 +111,31 @@ def _keypoints(image: np.ndarray, bbox: np.ndarray) -> np.ndarray:
         points = np.array(decode_keypoints(pose(x)[0], box))
     points[:, :2] += origin
     return points
+
+
+def segment(piece: np.ndarray) -> np.ndarray:
+    """The segmenter's mask (bool, the crop's size) of one crop, as the handler makes it."""
+    segmenter = _models["segmenter"]
+    x, box = segmenter_input(piece, segmenter.size)
+    with torch.inference_mode():
+        mask, _ = decode_mask(segmenter(x)[0], box, piece.shape[:2])
+    return mask
+
+
+def _masks(
+    image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Segmenter and OpenCV masks of the crop at ``bbox``, each pasted into a page-sized
+    canvas, and the crop's origin. ``keypoints`` (17, 2+) in the photo's pixels."""
+    piece, origin = crop(image, bbox)
+    h, w = piece.shape[:2]
+    x0, y0 = int(origin[0]), int(origin[1])
+    pages = []
+    for mask in (segment(piece), segment_figure(piece, keypoints[:, :2] - origin)):
+        page = np.zeros(image.shape[:2], bool)
+        page[y0 : y0 + h, x0 : x0 + w] = mask
+        pages.append(page)
+    return pages[0], pages[1], origin
 
 
 def score_one(job: tuple[int, str]) -> Scores:
@@ -95,37 +152,122 @@ def score_one(job: tuple[int, str]) -> Scores:
     if found:
         best = np.array(found[0]["bbox"])
         iou = box_iou(best, true_box)
-        served = pck_hits(_keypoints(sample.image, best), truth, true_box)
-    else:  # nothing found: every labelled joint is missed
+        served_points = _keypoints(sample.image, best)
+        served = pck_hits(served_points, truth, true_box)
+        model_served, opencv_served, _ = _masks(sample.image, best, served_points)
+        served_ious = (mask_iou(model_served, sample.mask), mask_iou(opencv_served, sample.mask))
+    else:  # nothing found: every labelled joint and every mask pixel is missed
         iou = 0.0
         served = np.where(truth[:, 2] > 0, 0.0, np.nan)
-    return Scores(iou, served, pck_hits(_keypoints(sample.image, true_box), truth, true_box))
+        served_ious = (0.0, 0.0)
+    model_true, opencv_true, _ = _masks(sample.image, true_box, truth)
+    inside = tuple(share_inside(m, truth) for m in (model_true, opencv_true, sample.mask))
+    return Scores(
+        iou,
+        served,
+        pck_hits(_keypoints(sample.image, true_box), truth, true_box),
+        (
+            served_ious[0],
+            mask_iou(model_true, sample.mask),
+            served_ious[1],
+            mask_iou(opencv_true, sample.mask),
+        ),
+        inside,
+    )
 
 
-def latency_ms(model: torch.nn.Module, runs: int = 30) -> float:
-    """Median milliseconds of one forward pass at the model's input size on one thread."""
+@dataclass
+class RealScore:
+    name: str
+    size: tuple[int, int]  # crop width, height
+    iou: tuple[float, float]  # segmenter, OpenCV
+    joints_inside: tuple[float, float]  # segmenter, OpenCV
+
+
+def real_drawings(folder: Path) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+    """(name, crop RGB, true mask, joints (J, 2)) of each annotation folder under ``folder``."""
+    out = []
+    for character in sorted(folder.glob("char*")):
+        rgb = np.asarray(Image.open(character / "texture.png").convert("RGB"))
+        truth = np.asarray(Image.open(character / "mask.png").convert("L")) > 127
+        config = yaml.safe_load((character / "char_cfg.yaml").read_text())
+        joints = np.array([joint["loc"] for joint in config["skeleton"]], dtype=np.float64)
+        out.append((character.name, rgb, truth, joints))
+    return out
+
+
+def score_real(folder: Path, overlays: Path | None) -> list[RealScore]:
+    """Both paths on each real drawing's crop; overlays of them written if asked."""
+    scores = []
+    for name, rgb, truth, joints in real_drawings(folder):
+        masks = (segment(rgb), segment_figure(rgb, joints))
+        scores.append(
+            RealScore(
+                name,
+                rgb.shape[1::-1],
+                tuple(mask_iou(m, truth) for m in masks),
+                tuple(share_inside(m, joints) for m in masks),
+            )
+        )
+        if overlays is not None:
+            overlays.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(overlay(rgb, truth, masks, joints)).save(overlays / f"{name}.png")
+    return scores
+
+
+def overlay(
+    rgb: np.ndarray, truth: np.ndarray, masks: tuple[np.ndarray, ...], joints: np.ndarray
+) -> np.ndarray:
+    """Side by side, one panel per mask: the drawing with the mask tinted, its outline, the
+    truth's outline (green) and the joints (red: outside the mask)."""
+    panels = []
+    for mask in masks:
+        panel = rgb.copy()
+        panel[mask] = (panel[mask] * 0.55 + np.array([255, 0, 220]) * 0.45).astype(np.uint8)
+        for edge_of, colour in ((truth, (0, 200, 0)), (mask, (255, 0, 220))):
+            edge = cv2.morphologyEx(
+                edge_of.astype(np.uint8), cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8)
+            )
+            panel[edge > 0] = colour
+        for x, y in np.round(joints).astype(int):
+            inside = share_inside(mask, np.array([[x, y]])) == 1.0
+            cv2.circle(panel, (int(x), int(y)), 4, (0, 90, 255) if inside else (255, 0, 0), -1)
+        panels.append(panel)
+    gap = np.full((rgb.shape[0], 8, 3), 255, np.uint8)
+    return np.hstack([panels[0], gap, *panels[1:]])
+
+
+def median_ms(call, runs: int = 30, warm_up: int = 5) -> float:
+    """Median milliseconds of ``call()`` on one thread, after a few calls to warm up."""
     torch.set_num_threads(1)
-    x = torch.randn(1, 3, model.size, model.size)
     times = []
-    with torch.inference_mode():
-        for i in range(runs + 5):
-            start = time.perf_counter()
-            model(x)
-            if i >= 5:
-                times.append(time.perf_counter() - start)
+    for i in range(runs + warm_up):
+        start = time.perf_counter()
+        call()
+        if i >= warm_up:
+            times.append(time.perf_counter() - start)
     return float(np.median(times) * 1000)
+
+
+def latency_ms(model: torch.nn.Module) -> float:
+    """Median milliseconds of one forward pass at the model's input size on one thread."""
+    channels = next(model.parameters()).shape[1]  # the first convolution's input
+    x = torch.randn(1, channels, model.size, model.size)
+    with torch.inference_mode():
+        return median_ms(lambda: model(x))
 
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def evaluate(n: int, detector_path: Path, pose_path: Path, workers: int) -> dict[str, list[Scores]]:
+def evaluate(
+    n: int, detector_path: Path, pose_path: Path, segmenter_path: Path, workers: int
+) -> dict[str, list[Scores]]:
     results = {}
     ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(
-        workers, initializer=_load, initargs=(str(detector_path), str(pose_path))
-    ) as pool:
+    paths = (str(detector_path), str(pose_path), str(segmenter_path))
+    with ctx.Pool(workers, initializer=_load, initargs=paths) as pool:
         for name, (start, mode) in SETS.items():
             jobs = [(seed, mode) for seed in range(start, start + n)]
             results[name] = pool.map(score_one, jobs, chunksize=8)
@@ -160,6 +302,52 @@ def report(results: dict[str, list[Scores]]) -> str:
     return "\n".join(lines)
 
 
+def mask_report(results: dict[str, list[Scores]]) -> str:
+    """The masks on the synthetic sets: mean IoU per path and crop, joints inside."""
+    header = " | ".join(f"{path} IoU, {where}" for path, where in MASK_COLUMNS)
+    lines = [
+        f"| set | drawings | {header} | true joints inside: segmenter / OpenCV / true mask |",
+        "|---|---|" + "---|" * (len(MASK_COLUMNS) + 1),
+    ]
+    for name, scores in results.items():
+        ious = np.array([s.mask_iou for s in scores]).mean(axis=0)
+        inside = np.array([s.joints_inside for s in scores]).mean(axis=0)
+        cells = " | ".join(f"{v:.3f}" for v in ious)
+        lines.append(
+            f"| {name} | {len(scores)} | {cells} | {' / '.join(f'{v:.3f}' for v in inside)} |"
+        )
+    return "\n".join(lines)
+
+
+def real_report(scores: list[RealScore]) -> str:
+    """The masks on the real drawings, one row each, then the mean."""
+    lines = [
+        "| drawing | crop px | segmenter IoU | OpenCV IoU | joints inside: segmenter | OpenCV |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in scores:
+        lines.append(
+            f"| {s.name} | {s.size[0]}x{s.size[1]} | {s.iou[0]:.3f} | {s.iou[1]:.3f} "
+            f"| {s.joints_inside[0]:.2f} | {s.joints_inside[1]:.2f} |"
+        )
+    ious = np.array([s.iou for s in scores])
+    inside = np.array([s.joints_inside for s in scores])
+    lines.append(
+        f"| mean (min) | | {ious[:, 0].mean():.3f} ({ious[:, 0].min():.3f}) "
+        f"| {ious[:, 1].mean():.3f} ({ious[:, 1].min():.3f}) "
+        f"| {inside[:, 0].mean():.2f} | {inside[:, 1].mean():.2f} |"
+    )
+    return "\n".join(lines)
+
+
+def segmenter_call_ms() -> float:
+    """Median milliseconds of the handler's whole path for one 500x400 crop on one thread:
+    letterbox, forward pass, logits to the crop's pixels, threshold."""
+    piece = np.full((500, 400, 3), 235, np.uint8)
+    cv2.circle(piece, (200, 250), 120, (40, 40, 40), 4)
+    return median_ms(lambda: segment(piece))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m torchserve.evaluate", description=__doc__.split("\n")[0]
@@ -167,27 +355,38 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=500, help="drawings per set")
     parser.add_argument("--detector", type=Path, default=WEIGHTS_DIR / "detector.pt")
     parser.add_argument("--pose", type=Path, default=WEIGHTS_DIR / "pose.pt")
+    parser.add_argument("--segmenter", type=Path, default=WEIGHTS_DIR / "segmenter.pt")
+    parser.add_argument("--real-dev", type=Path, default=REAL_DEV, help="annotation folders")
+    parser.add_argument("--overlays", type=Path, help="write the real drawings' masks here")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--write", type=Path, help="also write the report (Markdown) here")
     args = parser.parse_args(argv)
 
     started = time.monotonic()
-    results = evaluate(args.n, args.detector, args.pose, args.workers)
-    table = report(results)
+    results = evaluate(args.n, args.detector, args.pose, args.segmenter, args.workers)
+    tables = [report(results), mask_report(results)]
+    _load(str(args.detector), str(args.pose), str(args.segmenter))
+    if (args.real_dev / "char1").is_dir():
+        tables.append(real_report(score_real(args.real_dev, args.overlays)))
+    else:
+        tables.append(f"(no real drawings at {args.real_dev}: pass --real-dev)")
+    print("\n\n".join(tables), flush=True)
     timing = (
-        f"Median forward pass on 1 CPU thread: detector {latency_ms(load_detector(str(args.detector))):.1f} ms "
-        f"at {load_detector(str(args.detector)).size}px, pose {latency_ms(load_pose(str(args.pose))):.1f} ms "
-        f"at {load_pose(str(args.pose)).size}px (limit 40 ms)."
+        f"Median forward pass on 1 CPU thread: detector {latency_ms(_models['detector']):.1f} ms "
+        f"at {_models['detector'].size}px, pose {latency_ms(_models['pose']):.1f} ms at "
+        f"{_models['pose'].size}px, segmenter {latency_ms(_models['segmenter']):.1f} ms at "
+        f"{_models['segmenter'].size}px (limit 40 ms); the segmenter's whole call for a "
+        f"500x400 crop (letterbox, network, mask at the crop's pixels) "
+        f"{segmenter_call_ms():.1f} ms."
     )
-    print(table)
     print()
     print(timing)
     print(f"({time.monotonic() - started:.0f}s)")
     if args.write:
-        args.write.write_text(markdown(args, table, timing))
+        args.write.write_text(markdown(args, tables, timing))
 
 
-def markdown(args: argparse.Namespace, table: str, timing: str) -> str:
+def markdown(args: argparse.Namespace, tables: list[str], timing: str) -> str:
     """EVAL.md: the command, the tables, and what exactly was evaluated."""
     from torchserve.training.data import generator_version
 
@@ -195,16 +394,26 @@ def markdown(args: argparse.Namespace, table: str, timing: str) -> str:
         "# Evaluation of the committed models",
         "",
         f"Produced by `python -m torchserve.evaluate --n {args.n} --write {args.write}`.",
-        f"Targets (issue 4): {TARGETS}.",
+        f"Targets (issue 4): {TARGETS}. Targets (issue 9): {MASK_TARGETS}.",
         "",
-        table,
+        "Detector and pose:",
+        "",
+        tables[0],
+        "",
+        "Masks on the synthetic sets (IoU against the whole photo's true mask):",
+        "",
+        tables[1],
+        "",
+        f"Masks on the real drawings (`{args.real_dev.name}`, each crop as it is):",
+        "",
+        tables[2],
         "",
         timing,
         "",
         f"Evaluated with the generator source at version `{generator_version()}`.",
         "",
     ]
-    for path in (args.detector, args.pose):
+    for path in (args.detector, args.pose, args.segmenter):
         meta = torch.load(path, weights_only=True)["meta"]
         lines.append(
             f"- `{path.name}` sha256 `{sha256(path)}`: {meta.get('trained_steps')} steps of "

@@ -8,8 +8,11 @@ its TEMP (TorchServe's pid file and the worker sockets live there, so instances 
 collide), its logs, and the pid of its process group (launcher, Java frontend, Python
 workers), which `stop` ends as a whole.
 
-Ready means every model in `load_models` has a worker with status READY on the management
-API; TorchServe's /ping says Healthy long before that.
+Ready means every model it serves has a worker with status READY on the management API;
+TorchServe's /ping says Healthy long before that. It serves every model in `load_models`,
+bar an optional one (the segmenter, which AnimatedDrawings' archives lack) that the model
+store has no archive for: TorchServe 0.12 logs "Failed to load model" for that one and serves
+the others, and readiness does not wait for it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchserve.build_archives import console_script
+from torchserve.build_archives import OPTIONAL_MODELS, console_script
 
 PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
@@ -108,6 +111,16 @@ class TorchServe:
         self.pid_file = self.state_dir / "torchserve.pid"
         self.process: subprocess.Popen | None = None
 
+    @property
+    def served_models(self) -> tuple[str, ...]:
+        """The models of `load_models` this instance serves: all but an optional one whose
+        archive is not in the model store."""
+        return tuple(
+            name
+            for name in self.models
+            if name not in OPTIONAL_MODELS or (self.model_store / f"{name}.mar").is_file()
+        )
+
     # --- lifecycle -------------------------------------------------------------
     def start(self, timeout: float = 180.0) -> None:
         """Launch TorchServe in a new process group and return once every model is READY."""
@@ -122,7 +135,7 @@ class TorchServe:
         """Start TorchServe in a new process group and return its id at once (not yet READY)."""
         if self.pid is not None:
             raise TorchServeError(f"TorchServe already running (pid {self.pid}); stop it first")
-        missing = [m for m in self.models if not (self.model_store / f"{m}.mar").is_file()]
+        missing = [m for m in self.served_models if not (self.model_store / f"{m}.mar").is_file()]
         if missing:
             raise TorchServeError(
                 f"no archive for {', '.join(missing)} in {self.model_store}; run `make models`"
@@ -165,7 +178,7 @@ class TorchServe:
     def wait_ready(self, timeout: float = 180.0) -> None:
         """Block until each model has a READY worker; raise with the log tail if it cannot."""
         deadline = time.monotonic() + timeout
-        waiting = list(self.models)
+        waiting = list(self.served_models)
         while waiting:
             if self.pid is None:
                 raise TorchServeError(f"TorchServe exited during start-up\n{self.log_tail()}")
@@ -296,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
         print("TorchServe stopped")
     else:
-        ready = server.pid is not None and all(server.model_ready(m) for m in server.models)
+        ready = server.pid is not None and all(server.model_ready(m) for m in server.served_models)
         print(f"TorchServe {'ready' if ready else 'not ready'} at {server.inference_url}")
         return 0 if ready else 1
     return 0

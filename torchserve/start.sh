@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Start TorchServe with the two drawing models; return once both have a READY worker.
+# Start TorchServe with the drawing models; return once each has a READY worker. The
+# segmenter is optional: with a model store that has no archive for it (AnimatedDrawings'
+# archives) the other two are served and the gateway segments with OpenCV.
 #
 #   torchserve/start.sh     # serves 127.0.0.1:8080 (inference), :8081 (management), :8082 (metrics)
 #   torchserve/stop.sh      # stops it, Java frontend and Python workers included

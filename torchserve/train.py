@@ -1,7 +1,8 @@
-"""Train one of the two models on synthetic drawings, reproducibly, on the CPU.
+"""Train one of the three models on synthetic drawings, reproducibly, on the CPU.
 
-    python -m torchserve.train detector [--out PATH] [--seed 0] [--steps N] [--threads 1]
-    python -m torchserve.train pose     [--out PATH] [--seed 0] [--steps N] [--threads 1]
+    python -m torchserve.train detector  [--out PATH] [--seed 0] [--steps N] [--threads 1]
+    python -m torchserve.train pose      [--out PATH] [--seed 0] [--steps N] [--threads 1]
+    python -m torchserve.train segmenter [--out PATH] [--seed 0] [--steps N] [--threads 1]
 
 The drawings of seeds [0, --samples) are generated once (training styles only: the
 held-out styles are excluded) and cached under torchserve/data/cache/. The same seed,
@@ -25,6 +26,7 @@ from torchserve.training.loop import (
     train,
     validate_detector,
     validate_pose,
+    validate_segmenter,
     weights_digest,
 )
 
@@ -32,9 +34,17 @@ WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 VAL_SEEDS = range(900_000, 900_200)  # neither training's seeds nor evaluation's
 DETECTOR_SIZE = 192
 POSE_SIZE = 128
+SEGMENTER_SIZE = 256
+SEGMENTER_WINDOW = 192  # trained on windows of its input: 0.56x the pixels, same scale
 DEFAULTS = {
-    "detector": {"steps": 5000, "size": DETECTOR_SIZE, "lr": 2e-3},
-    "pose": {"steps": 3200, "size": POSE_SIZE, "lr": 2e-3},
+    "detector": {"steps": 5000, "size": DETECTOR_SIZE, "lr": 2e-3, "batch": 32},
+    "pose": {"steps": 3200, "size": POSE_SIZE, "lr": 2e-3, "batch": 32},
+    "segmenter": {"steps": 2500, "size": SEGMENTER_SIZE, "lr": 3e-3, "batch": 16},
+}
+VALIDATE = {
+    "detector": lambda val: validate_detector(val),
+    "pose": lambda val: validate_pose(val, POSE_SIZE),
+    "segmenter": lambda val: validate_segmenter(val, SEGMENTER_SIZE),
 }
 
 
@@ -48,9 +58,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--steps", type=int, help="optimiser steps (default: 5000 detector, 3200 pose)"
+        "--steps",
+        type=int,
+        help="optimiser steps (default: 5000 detector, 3200 pose, 2500 segmenter)",
     )
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--batch-size", type=int, help="drawings per step (default: 32; 16 for the segmenter)"
+    )
     parser.add_argument("--samples", type=int, default=10000, help="distinct training drawings")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (part of the seed)")
     parser.add_argument("--workers", type=int, default=2, help="processes generating drawings")
@@ -68,12 +82,13 @@ def main(argv: list[str] | None = None) -> None:
     config = TrainConfig(
         kind=args.kind,
         steps=args.steps or defaults["steps"],
-        batch_size=args.batch_size,
+        batch_size=args.batch_size or defaults["batch"],
         lr=defaults["lr"],
         seed=args.seed,
         size=defaults["size"],
+        window=SEGMENTER_WINDOW if args.kind == "segmenter" else 0,
     )
-    out = args.out or WEIGHTS_DIR / ("detector.pt" if args.kind == "detector" else "pose.pt")
+    out = args.out or WEIGHTS_DIR / f"{args.kind}.pt"
     out.parent.mkdir(parents=True, exist_ok=True)
 
     started = time.monotonic()
@@ -85,9 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         VAL_SEEDS, DETECTOR_SIZE, split="val", workers=args.workers, version=version
     )
     logging.info("%d training drawings ready in %.0fs", len(records), time.monotonic() - started)
-    validate = (
-        validate_detector(val) if args.kind == "detector" else validate_pose(val, config.size)
-    )
+    validate = VALIDATE[args.kind](val)
     meta = {
         "samples": args.samples,
         "threads": args.threads,

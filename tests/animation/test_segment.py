@@ -20,7 +20,7 @@ def _crop(sample):
     left, top, right, bottom = crop_box(sample.bbox, sample.image.shape[1::-1])
     window = (slice(top, bottom), slice(left, right))
     keypoints = sample.keypoints[:, :2] - (left, top)
-    return np.ascontiguousarray(sample.image[window]), sample.mask[window], keypoints
+    return np.ascontiguousarray(sample.image[window]), sample.silhouette[window], keypoints
 
 
 def _as_a_mask_should_be(label: np.ndarray) -> np.ndarray:

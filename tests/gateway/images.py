@@ -11,8 +11,16 @@ from PIL import Image
 
 from torchserve.synth import generate
 
-# Styles the models are trained on and that a flat photo shows clearly.
-PLAIN = {"paper": "white", "medium": "marker", "scene": "plain", "photo": "flat"}
+# Styles the models are trained on and that a flat photo shows clearly: nothing against
+# the figure, no coloured-in page.
+PLAIN = {
+    "paper": "white",
+    "medium": "marker",
+    "scene": "plain",
+    "photo": "flat",
+    "props": "none",
+    "background": "paper",
+}
 
 
 @cache

@@ -1,8 +1,8 @@
 """A real TorchServe for the tests: the repo's config, handlers, model code and weights.
 
-`torchserve_server` (session scope) builds both archives from the working tree into a
-temporary model store (under a second, so tests never run stale handler code), writes a
-copy of torchserve/config.properties listening on free loopback ports, starts TorchServe
+`torchserve_server` (session scope) builds the three archives from the working tree into a
+temporary model store (under a second each, so tests never run stale handler code), writes
+a copy of torchserve/config.properties listening on free loopback ports, starts TorchServe
 with its own TEMP and log folder, waits for a READY worker of each model and yields the
 `torchserve.server.TorchServe` instance:
 
@@ -30,11 +30,14 @@ from torchserve.server import PACKAGE, TorchServe, private_instance
 WEIGHTS_DIR = PACKAGE / "weights"
 
 
-def make_torchserve(root: Path, weights_dir: Path = WEIGHTS_DIR) -> TorchServe:
-    """A TorchServe (not started) over archives built now from the working tree, under `root`."""
+def make_torchserve(
+    root: Path, weights_dir: Path = WEIGHTS_DIR, names: tuple[str, ...] = tuple(ARCHIVES)
+) -> TorchServe:
+    """A TorchServe (not started) over archives built now from the working tree, under `root`:
+    those of `names` only (leave the segmenter out for a model store like AnimatedDrawings')."""
     model_store = root / "model-store"
-    for archive in ARCHIVES.values():
-        build(archive, weights_dir, model_store)
+    for name in names:
+        build(ARCHIVES[name], weights_dir, model_store)
     return private_instance(root, model_store)
 
 

@@ -14,7 +14,7 @@ from torchserve.server import (
 )
 
 
-def test_repo_config_serves_both_models_on_loopback_without_tokens():
+def test_repo_config_serves_the_three_models_on_loopback_without_tokens():
     config = read_properties(DEFAULT_CONFIG)
     for key in ADDRESS_KEYS:
         assert config[key].startswith("http://127.0.0.1:")

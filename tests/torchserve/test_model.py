@@ -127,23 +127,29 @@ def _stand_in_records(n: int) -> data.Records:
     rows = []
     for _ in range(n):
         image = np.full((240, 200, 3), 235, np.uint8)
+        mask = np.zeros((240, 200), np.uint8)
         keypoints = np.concatenate([rng.uniform(50, 180, (17, 2)), np.ones((17, 1))], axis=1)
         for a, b in [(5, 7), (7, 9), (6, 8), (8, 10), (11, 13), (13, 15), (12, 14), (14, 16)]:
             pa, pb = keypoints[a, :2].astype(int), keypoints[b, :2].astype(int)
             cv2.line(image, tuple(map(int, pa)), tuple(map(int, pb)), (20, 20, 20), 3)
+            cv2.line(mask, tuple(map(int, pa)), tuple(map(int, pb)), 1, 3)
         lo, hi = keypoints[:, :2].min(0) - 3, keypoints[:, :2].max(0) + 3
-        rows.append(data.make_record(image, np.concatenate([lo, hi]), keypoints, 96))
+        rows.append(data.make_record(image, np.concatenate([lo, hi]), keypoints, mask, 96))
     columns = list(zip(*rows, strict=True))
     return data.Records(*(np.stack(c) for c in columns))
 
 
-@pytest.mark.parametrize("kind,size", [("detector", 96), ("pose", 64)])
-def test_training_is_deterministic(kind: str, size: int) -> None:
+@pytest.mark.parametrize(
+    "kind,size,window", [("detector", 96, 0), ("pose", 64, 0), ("segmenter", 96, 64)]
+)
+def test_training_is_deterministic(kind: str, size: int, window: int) -> None:
     records = _stand_in_records(8)
     torch.set_num_threads(1)
 
     def digest(seed: int) -> str:
-        config = TrainConfig(kind=kind, steps=3, batch_size=4, seed=seed, size=size, warmup=1)
+        config = TrainConfig(
+            kind=kind, steps=3, batch_size=4, seed=seed, size=size, warmup=1, window=window
+        )
         return weights_digest(train(config, records))
 
     first = digest(0)

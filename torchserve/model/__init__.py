@@ -1,4 +1,4 @@
-"""The project's two small models and the image geometry they share with the handlers.
+"""The project's three small models and the image geometry they share with the handlers.
 
 Serving one photo (what the TorchServe handlers do, and what evaluation does):
 
@@ -12,12 +12,18 @@ Serving one photo (what the TorchServe handlers do, and what evaluation does):
     keypoints = decode_keypoints(pose(x)[0], box)
     # -> [[x, y, score] x 17] in the crop's pixels, COCO order (KEYPOINT_NAMES)
 
+    segmenter = load_segmenter("torchserve/weights/segmenter.pt", "cpu")
+    x, box = segmenter_input(crop, segmenter.size)    # the same crop
+    mask, score = decode_mask(segmenter(x)[0], box, crop.shape[:2])
+    # -> (h, w) bool: the figure's filled silhouette at the crop's pixels, mean confidence
+
 Inputs of several images stack along the first axis (all are size x size). The modules use
 relative imports among themselves only, so the folder also works copied into a .mar.
 """
 
 from .detector import DetectorNet, decode_detections, detector_input, load_detector
 from .pose import KEYPOINT_NAMES, PoseNet, decode_keypoints, load_pose, pose_input
+from .segmenter import SegmenterNet, decode_mask, load_segmenter, segmenter_input
 from .transforms import Letterbox, letterbox
 
 __all__ = [
@@ -25,11 +31,15 @@ __all__ = [
     "DetectorNet",
     "Letterbox",
     "PoseNet",
+    "SegmenterNet",
     "decode_detections",
     "decode_keypoints",
+    "decode_mask",
     "detector_input",
     "letterbox",
     "load_detector",
     "load_pose",
+    "load_segmenter",
     "pose_input",
+    "segmenter_input",
 ]

@@ -49,9 +49,9 @@ class Backbone(nn.Module):
     Returns the features of every stage, from the finest (stride 4) to the coarsest.
     """
 
-    def __init__(self, widths: list[int], blocks: list[int]) -> None:
+    def __init__(self, widths: list[int], blocks: list[int], in_channels: int = 3) -> None:
         super().__init__()
-        self.stem = nn.Sequential(ConvBNReLU(3, widths[0] // 2, stride=2))
+        self.stem = nn.Sequential(ConvBNReLU(in_channels, widths[0] // 2, stride=2))
         stages = []
         c_in = widths[0] // 2
         for c_out, n in zip(widths, blocks, strict=True):

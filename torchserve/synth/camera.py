@@ -24,7 +24,7 @@ PHOTO = {
     # rotation deg, corner jitter (fraction of side), zoom range, light strength, shadow chance
     "scan": (1.5, 0.005, (0.98, 1.04), 0.04, 0.0),
     "flat": (6.0, 0.025, (0.9, 1.08), 0.15, 0.35),
-    "angled": (12.0, 0.07, (0.78, 1.02), 0.3, 0.5),
+    "angled": (12.0, 0.07, (0.7, 1.02), 0.3, 0.5),
 }
 
 
@@ -66,9 +66,14 @@ def light(rng: np.random.Generator, img: np.ndarray, photo: str, fibre: float) -
         if edge % 2:
             pts = 1 - pts
         cv2.fillPoly(shade, [np.round(pts * (gw - 1, gh - 1)).astype(np.int32)], 1.0)
-        shade = cv2.GaussianBlur(shade, (0, 0), rng.uniform(1.5, 5))
-        field *= 1.0 - shade * rng.uniform(0.15, 0.45)
+        # Soft (a distant lamp) or nearly hard-edged (the sun, a hand close to the sheet).
+        shade = cv2.GaussianBlur(shade, (0, 0), rng.uniform(0.6, 5))
+        field *= 1.0 - shade * rng.uniform(0.15, 0.6)
     yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32) / np.float32(gh - 1) - np.float32(0.5)
+    if rng.random() < shadow_p * 0.8 + 0.05:  # light falling off across the whole page
+        a = rng.uniform(0, 2 * np.pi)
+        ramp = np.cos(a) * xx + np.sin(a) * yy + np.float32(0.5)
+        field *= 1.0 - np.clip(ramp, 0, 1) * rng.uniform(0.15, 0.5)
     field *= 1.0 - rng.uniform(0.0, 0.5) * (xx**2 + yy**2)  # lens vignetting
     if rng.random() < 0.12:  # the flash's hot spot, burnt out at its centre
         cx, cy = rng.uniform(-0.3, 0.3, 2)
@@ -78,7 +83,13 @@ def light(rng: np.random.Generator, img: np.ndarray, photo: str, fibre: float) -
         a, c = rng.uniform(0, np.pi), rng.uniform(-0.3, 0.3)
         side = (np.cos(a) * xx + np.sin(a) * yy) > c
         field *= np.where(side, np.float32(rng.uniform(0.92, 0.98)), np.float32(1.0))
-    field *= rng.uniform(0.82, 1.02) if rng.random() < 0.9 else rng.uniform(1.05, 1.2)  # exposure
+    # Exposure: mostly about right, now and then bright, or a dim room's dull grey photo.
+    roll = rng.random()
+    field *= (
+        rng.uniform(0.82, 1.02)
+        if roll < 0.78
+        else (rng.uniform(1.05, 1.2) if roll < 0.88 else rng.uniform(0.55, 0.8))
+    )
     factor = cv2.resize(field, (w, h), interpolation=cv2.INTER_LINEAR)
     grain = texture_crop(rng, fibre_and_noise(), h, w)
     iso = rng.uniform(0.004, 0.02) if rng.random() < 0.9 else rng.uniform(0.02, 0.045)

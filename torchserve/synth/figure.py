@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .ink import Ink, pick_colour
+from .ink import FAINT_MEDIA, Ink, pick_colour
 
 # COCO keypoint order.
 NOSE, L_EYE, R_EYE, L_EAR, R_EAR = range(5)
@@ -47,6 +47,9 @@ class Shape:
     closed: bool = False
     filled: bool = False
     width: float = 1.0  # stroke width multiplier
+    # What the line goes round is part of the figure even where the line is open (a limb
+    # drawn as two lines); a closed line always encloses its inside.
+    encloses: bool = False
 
 
 @dataclass
@@ -156,6 +159,11 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
     if body != "stick":  # a body wider than it is tall reads as a table, not a person
         sw = min(sw, torso * _u(rng, 0.45, 0.7))
         hw = min(hw, sw)
+    round_body = styles["build"] == "round" and body in ("outline", "filled")
+    if round_body:  # a big round belly: a wide, tall oval with mostly bare paper inside
+        torso = _u(rng, 0.3, 0.55)
+        sw = torso * _u(rng, 0.45, 0.85)
+        hw = sw * _u(rng, 0.75, 1.0)
     lean = _u(rng, -0.06, 0.06)
     x_sh = neck_top[0] + _u(rng, -0.02, 0.02)
     kp[L_SHOULDER], kp[R_SHOULDER] = (x_sh + sw, y_sh), (x_sh - sw, y_sh)
@@ -191,22 +199,38 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
     ):
         kp[k_i], kp[a_i] = _limb(rng, kp[h_i], side, LEG_POSES[pose], legs[side < 0])
 
-    _torso(rng, body, kp, neck_top, limb_w, tubes, shapes)
+    _torso(rng, body, kp, neck_top, limb_w, tubes, shapes, round_body)
     hem = _dress(rng, kp, limb_w, shapes) if body == "dress" else None
+    # Limbs drawn as separate blocks: each starts a little way off the body, not touching it.
+    detached = styles["limbs"] == "detached"
+    arm_gap = _u(rng, 0.3, 0.55) if detached else 0.0
+    leg_gap = _u(rng, 0.2, 0.4) if detached and rng.random() < 0.5 else 0.0
     for s_i, e_i, w_i, side in (
         (L_SHOULDER, L_ELBOW, L_WRIST, 1),
         (R_SHOULDER, R_ELBOW, R_WRIST, -1),
     ):
-        path = kp[[s_i, e_i, w_i]]
+        path = _detach(kp[[s_i, e_i, w_i]], arm_gap)
         _draw_limb(rng, path, limb_w, tubes, body, shapes, "arm", "fill")
         _hand(rng, styles["hands"], kp[w_i], kp[w_i] - kp[e_i], limb_w, side, shapes)
     for h_i, k_i, a_i, side in ((L_HIP, L_KNEE, L_ANKLE, 1), (R_HIP, R_KNEE, R_ANKLE, -1)):
         path = kp[[h_i, k_i, a_i]]
         if hem is not None:
             path = _below(path, hem)
-        _draw_limb(rng, path, limb_w * 1.15, tubes, body, shapes, "leg", "leg_fill")
+        _draw_limb(
+            rng, _detach(path, leg_gap), limb_w * 1.15, tubes, body, shapes, "leg", "leg_fill"
+        )
         _foot(rng, kp[a_i], side, limb_w, shapes)
     return Figure(kp, shapes)
+
+
+def _detach(path: np.ndarray, gap: float) -> np.ndarray:
+    """The limb along `path` with its first `gap` (a fraction of its first segment) left
+    undrawn: a limb drawn as a block beside the body rather than out of it."""
+    if gap <= 0:
+        return path
+    out = path.astype(float).copy()
+    out[0] = path[0] + (path[1] - path[0]) * gap
+    return out
 
 
 def _head(rng, styles, kp, shapes) -> tuple[float, float, np.ndarray]:
@@ -263,7 +287,7 @@ def _head(rng, styles, kp, shapes) -> tuple[float, float, np.ndarray]:
     return rx, ry, rot
 
 
-def _torso(rng, body, kp, neck_top, limb_w, tubes, shapes) -> None:
+def _torso(rng, body, kp, neck_top, limb_w, tubes, shapes, round_body=False) -> None:
     sh = (kp[L_SHOULDER] + kp[R_SHOULDER]) / 2
     hip = (kp[L_HIP] + kp[R_HIP]) / 2
     if body == "stick":
@@ -276,7 +300,7 @@ def _torso(rng, body, kp, neck_top, limb_w, tubes, shapes) -> None:
         return
     if body == "dress":
         return
-    kind = rng.integers(3)
+    kind = 0 if round_body else rng.integers(3)
     pad = limb_w * _u(rng, 0.5, 1.5)
     top_w = abs(kp[L_SHOULDER, 0] - kp[R_SHOULDER, 0]) / 2 + pad
     bot_w = abs(kp[L_HIP, 0] - kp[R_HIP, 0]) / 2 + pad + limb_w
@@ -382,7 +406,7 @@ def _draw_limb(rng, path, half_width, tubes, body, shapes, role, fill_role) -> N
     outline = tube(path, half_width, cap=rng.random() < 0.8)
     if body == "filled" or (body == "dress" and rng.random() < 0.3):
         shapes.append(Shape(fill_role, outline, True, True))
-    shapes.append(Shape(role, outline))
+    shapes.append(Shape(role, outline, encloses=True))
 
 
 def _hand(rng, hands: str, wrist, direction, limb_w, side, shapes) -> None:
@@ -504,35 +528,34 @@ def draw_figure(
     scale: float,
     to_px,
     stroke_scale: float = 1.0,
+    silhouette: bool = False,
 ) -> list[Ink]:
-    """Draw a placed figure into inks (fills first, then lines); returns them in paint order."""
-    line = Ink(rng, shape, medium, pick_colour(rng, medium, dark=rng.random() < 0.6), scale)
+    """Draw a placed figure into inks (fills first, then lines); returns them in paint order.
+
+    `silhouette`: the inks also keep what was meant to be drawn (`Ink.silhouette`)."""
+
+    def new_ink(colour: np.ndarray) -> Ink:
+        return Ink(rng, shape, medium, colour, scale, silhouette=silhouette)
+
+    line = new_ink(pick_colour(rng, medium, dark=rng.random() < 0.6))
     line.width *= stroke_scale
     inks = {"line": line}
-    inks["face"] = (
-        line if rng.random() < 0.7 else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
-    )
-    inks["fill"] = Ink(rng, shape, medium, pick_colour(rng, medium), scale)
-    inks["leg_fill"] = (
-        inks["fill"]
-        if rng.random() < 0.5
-        else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
-    )
+    inks["face"] = line if rng.random() < 0.7 else new_ink(pick_colour(rng, medium))
+    inks["fill"] = new_ink(pick_colour(rng, medium))
+    inks["leg_fill"] = inks["fill"] if rng.random() < 0.5 else new_ink(pick_colour(rng, medium))
     # Some children switch pens for the arms or the legs.
     for part in ("arm", "leg"):
-        inks[part] = (
-            line
-            if rng.random() < 0.75
-            else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
-        )
-    inks["pattern"] = Ink(rng, shape, medium, pick_colour(rng, medium), scale)
-    inks["skin"] = Ink(rng, shape, medium, pick_colour(rng, medium, skin=True), scale)
-    inks["hair"] = Ink(rng, shape, medium, pick_colour(rng, medium, dark=rng.random() < 0.4), scale)
-    hat = Ink(rng, shape, medium, pick_colour(rng, medium), scale)
+        inks[part] = line if rng.random() < 0.75 else new_ink(pick_colour(rng, medium))
+    inks["pattern"] = new_ink(pick_colour(rng, medium))
+    inks["skin"] = new_ink(pick_colour(rng, medium, skin=True))
+    inks["hair"] = new_ink(pick_colour(rng, medium, dark=rng.random() < 0.4))
+    hat = new_ink(pick_colour(rng, medium))
     inks["hat"] = hat if rng.random() < 0.5 else line
-    inks["hat_fill"] = (
-        hat if rng.random() < 0.6 else Ink(rng, shape, medium, pick_colour(rng, medium), scale)
-    )
+    inks["hat_fill"] = hat if rng.random() < 0.6 else new_ink(pick_colour(rng, medium))
+    if medium in FAINT_MEDIA and rng.random() < 0.4:  # a light hand: barely there
+        light = rng.uniform(0.4, 0.75)
+        for each in {id(i): i for i in inks.values()}.values():
+            each.opacity *= light
     retrace = rng.random() < 0.1  # some children go over every line twice
     for s in sorted(figure.shapes, key=lambda s: not s.filled):
         ink = inks[s.role]
@@ -541,7 +564,7 @@ def draw_figure(
             ink.fill(pts)
             continue
         for _ in range(2 if retrace else 1):
-            ink.stroke(pts, s.closed, ink.width * s.width)
+            ink.stroke(pts, s.closed, ink.width * s.width, encloses=s.closed or s.encloses)
     fills = ("skin", "fill", "leg_fill", "hat_fill")
     order = [inks[r] for r in fills + ("pattern", "hat", "hair", "face", "arm", "leg")]
     order.append(line)

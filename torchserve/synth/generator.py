@@ -10,10 +10,15 @@ import numpy as np
 
 from . import camera
 from .figure import Figure, build_figure, draw_figure
-from .scene import Layout, decorate, paper
+from .props import add_props
+from .scene import Layout, colour_in_page, decorate, ghosts, paper, whiteboard_light
 from .styles import STYLE_AXES, allowed_values, pick_styles
 
 MIN_SIDE, MAX_SIDE = 32, 4096
+# AnimatedDrawings' masks run about 2 px outside the drawing's ink, whatever the crop's size
+# (measured on ../shared/real-dev: the median distance from a mask's edge to the nearest ink
+# is 1.9-2.3 px on all six, crops of 257 to 564 px): their segmentation dilates it.
+MASK_MARGIN_PX = 2
 ASPECTS = (1.0, 4 / 3, 3 / 2, 16 / 9, 5 / 4)
 
 
@@ -25,7 +30,14 @@ class Sample:
     # (the image's right). Every joint is labelled (visible = 1), as an annotator clicks
     # even a knee under a dress where it must be.
     keypoints: np.ndarray
-    mask: np.ndarray  # (H, W) bool: pixels of the main figure's drawing (strokes + fill)
+    # (H, W) bool: the main figure's filled silhouette: its strokes and fills as meant (gaps
+    # in a stroke or a scribbled fill included), what they enclose, and its separate
+    # blocks; never the things drawn or lying against it. What the segmenter learns.
+    silhouette: np.ndarray
+    # (H, W) bool: the figure's mask as AnimatedDrawings' tools make it (their mask.png):
+    # the silhouette grown by MASK_MARGIN_PX, holes that closes filled. What masks are
+    # judged against.
+    mask: np.ndarray
     style: dict[str, str]  # one value per axis of STYLE_AXES
 
 
@@ -90,6 +102,26 @@ def _frame(rng: np.random.Generator, corners: np.ndarray, h: int, w: int, photo:
     return np.eye(3)
 
 
+def fill_enclosed(mask: np.ndarray) -> np.ndarray:
+    """`mask` (uint8 0/1) plus every background region that does not reach its border."""
+    x, y, w, h = cv2.boundingRect(mask)
+    if w == 0:
+        return mask
+    window = np.pad(mask[y : y + h, x : x + w], 1)  # a ring of background joins the outside
+    count, labels = cv2.connectedComponents((window == 0).astype(np.uint8), connectivity=4)
+    outside = labels[0, 0]
+    out = mask.copy()
+    out[y : y + h, x : x + w] = (labels != outside)[1:-1, 1:-1]
+    return out
+
+
+def with_margin(silhouette: np.ndarray, margin: int = MASK_MARGIN_PX) -> np.ndarray:
+    """A silhouette (uint8 0/1) as AnimatedDrawings' masks draw it: grown by `margin` px,
+    and the holes that closes filled."""
+    disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * margin + 1,) * 2)
+    return fill_enclosed(cv2.dilate(silhouette, disc))
+
+
 def _extent(mask: np.ndarray, points: np.ndarray) -> tuple[float, float, float, float]:
     """The tight box (x1, y1, x2, y2) around a mask's pixels and some points."""
     x, y, mw, mh = cv2.boundingRect(mask)
@@ -149,13 +181,29 @@ def generate(
     others = allowed_values("medium", exclude)  # the rest of the page may use another tool
     scene_medium = others[int(rng.integers(len(others)))] if rng.random() < 0.3 else medium
     n = count[style["scene"]]
+    if style["paper"] == "whiteboard":
+        ghosts(rng, (h, w), scale).composite(sheet)
     decorate(rng, sheet, layout, scene_medium, scale, n, fig_box, margin, extra_figure)
 
     mask = np.zeros((h, w), np.uint8)
     to_px = _placement(figure, fig_box)
-    for ink in draw_figure(rng, figure, (h, w), medium, scale, to_px, stroke_scale):
-        ink.composite(sheet, mask)
+    inks = draw_figure(rng, figure, (h, w), medium, scale, to_px, stroke_scale, silhouette=True)
+    for ink in inks:
+        ink.silhouette(mask)
+    mask = fill_enclosed(mask)
+    if style["background"] == "coloured":
+        inks = colour_in_page(rng, (h, w), scene_medium, scale, mask > 0) + inks
+    for ink in inks:
+        ink.composite(sheet)
     keypoints = to_px(figure.keypoints)
+    if style["props"] == "touching":
+        ex0, ey0, ex1, ey1 = _extent(mask, keypoints)
+        hidden = add_props(
+            rng, sheet, mask > 0, keypoints, (ex0, ey0, ex1, ey1), scene_medium, scale
+        )
+        mask[hidden] = 0
+    if style["paper"] == "whiteboard":
+        whiteboard_light(rng, sheet)
 
     # The photo: light, camera angle, lens and JPEG; the labels follow the same homography.
     camera.light(rng, sheet, style["photo"], fibre)
@@ -164,15 +212,18 @@ def generate(
     H = _frame(rng, corners, h, w, style["photo"])
     photo = camera.shoot(rng, cv2.convertScaleAbs(sheet, alpha=255.0), H, style["photo"])
     photo = camera.jpeg(rng, photo)
-    mask = camera.warp_mask(mask, H, corners)
+    # Nearest-neighbour warping can open pinholes in the silhouette: close them again.
+    mask = fill_enclosed(camera.warp_mask(mask, H, corners))
     kp = cv2.perspectiveTransform(keypoints[None].astype(np.float64), H)[0]
 
+    # The box is the drawing's own extent (the silhouette's), as an annotator draws it.
     bbox = np.clip(np.array(_extent(mask, kp)), 0, [w, h, w, h]).astype(np.float32)
     return Sample(
         image=np.ascontiguousarray(photo),
         bbox=bbox,
         keypoints=np.concatenate([kp, np.ones((17, 1))], axis=1).astype(np.float32),
-        mask=mask.astype(bool),
+        silhouette=mask.astype(bool),
+        mask=with_margin(mask).astype(bool),
         style=style,
     )
 

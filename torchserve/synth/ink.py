@@ -3,6 +3,12 @@
 An `Ink` is one colour of one medium. Strokes and fills are drawn into its own coverage
 layer (uint8), then the layer is multiplied onto the paper once, so overlapping strokes of
 one pen do not darken each other while different pens do, as on real paper.
+
+An ink of the main figure also keeps a silhouette layer: what the child meant to draw
+rather than what the tool left on the paper (a stroke's skipped chunks drawn, a scribbled
+fill's whole region, the inside of a closed outline or of a limb's two lines). The
+figure's mask label is made from it, so it follows AnimatedDrawings' convention: the
+figure's filled silhouette, not its ink pixels.
 """
 
 from __future__ import annotations
@@ -34,7 +40,11 @@ MEDIA: dict[str, Medium] = {
     "marker": Medium("marker", (4.0, 9.0), (0.85, 0.97), None, 0.1, 0.0, 1.0),
     "pencil": Medium("pencil", (1.2, 2.6), (0.45, 0.8), "fine", 0.35, 0.05, 0.9),
     "felt_tip": Medium("felt_tip", (2.0, 4.5), (0.85, 0.97), None, 0.2, 0.01, 0.9),
+    # Thin, grainy and often faint, in any colour: a pencil's look in the training styles.
+    "coloured_pencil": Medium("coloured_pencil", (1.3, 3.2), (0.35, 0.8), "fine", 0.35, 0.04, 0.9),
 }
+# Media whose strokes can be faint (a light hand): some drawings are barely there.
+FAINT_MEDIA = ("pencil", "coloured_pencil")
 
 # Colours children reach for (RGB 0..255).
 BRIGHT = np.array(
@@ -162,6 +172,7 @@ class Ink:
         colour: np.ndarray,
         scale: float,
         width: float | None = None,
+        silhouette: bool = False,
     ):
         self.rng = rng
         self.medium = MEDIA[medium]
@@ -170,6 +181,8 @@ class Ink:
         self.width = width if width is not None else rng.uniform(*self.medium.width) * scale
         self.opacity = rng.uniform(*self.medium.opacity)
         self.layer = np.zeros(shape, np.uint8)
+        # What was meant to be drawn (see the module's docstring); only the figure needs it.
+        self.solid = np.zeros(shape, np.uint8) if silhouette else None
         self.box = [shape[1], shape[0], 0, 0]  # drawn extent x0, y0, x1, y1
 
     def _grow(self, pts: np.ndarray, pad: float) -> None:
@@ -180,9 +193,17 @@ class Ink:
         b[2], b[3] = max(b[2], int(np.ceil(hi[0]))), max(b[3], int(np.ceil(hi[1])))
 
     def stroke(
-        self, points: np.ndarray, closed: bool = False, width: float | None = None, tremor=1.0
+        self,
+        points: np.ndarray,
+        closed: bool = False,
+        width: float | None = None,
+        tremor=1.0,
+        encloses: bool = False,
     ) -> None:
-        """A hand-drawn line along `points` (px): tremor, pressure and skips."""
+        """A hand-drawn line along `points` (px): tremor, pressure and skips.
+
+        `encloses`: what the line goes round belongs to the drawing (a head, a limb's two
+        lines): the silhouette gets the inside too, even where the line does not close."""
         width = max(1.0, (width or self.width) * self.rng.uniform(0.85, 1.15))
         pts = np.asarray(points, np.float64)
         if closed:
@@ -207,11 +228,19 @@ class Ink:
         skip[0] = skip[-1] = False  # the ends are where the joints are: always drawn
         ipts = np.round(pts * 4).astype(np.int32)
         by_width: dict[int, list[np.ndarray]] = {}
+        meant: dict[int, list[np.ndarray]] = {}
         for start, w, gap in zip(starts.tolist(), widths.tolist(), skip.tolist(), strict=True):
+            seg = ipts[start : start + chunk + 1]
+            meant.setdefault(w, []).append(seg)
             if not gap:
-                by_width.setdefault(w, []).append(ipts[start : start + chunk + 1])
+                by_width.setdefault(w, []).append(seg)
         for w, segs in by_width.items():
             cv2.polylines(self.layer, segs, False, 255, w, cv2.LINE_AA, shift=2)
+        if self.solid is not None:
+            for w, segs in meant.items():
+                cv2.polylines(self.solid, segs, False, 255, w, cv2.LINE_AA, shift=2)
+            if encloses:
+                cv2.fillPoly(self.solid, [ipts], 255, cv2.LINE_AA, shift=2)
 
     def fill(self, polygon: np.ndarray, hatched: bool | None = None) -> None:
         """Colour in a region: solid for markers, back-and-forth scribble for wax and lead."""
@@ -219,18 +248,24 @@ class Ink:
         poly = wobble(self.rng, np.concatenate([poly, poly[:1]]), self.scale * 0.8, 6.0)
         self._grow(poly, 3)
         ipoly = np.round(poly * 4).astype(np.int32)
+        if self.solid is not None:
+            cv2.fillPoly(self.solid, [ipoly], 255, cv2.LINE_AA, shift=2)
         if hatched is None:
             hatched = self.medium.grain is not None or self.rng.random() < 0.3
         if not hatched:
             cv2.fillPoly(self.layer, [ipoly], 255, cv2.LINE_AA, shift=2)
             return
-        x0, y0 = np.floor(poly.min(axis=0)).astype(int) - 2
-        x1, y1 = np.ceil(poly.max(axis=0)).astype(int) + 2
+        # A hasty hand scribbles past the outline, and leaves paper between the zig-zags.
+        spill = int(self.rng.uniform(1, 1.5 * self.width + 2)) if self.rng.random() < 0.4 else 1
+        sparse = self.rng.random() < 0.3
+        pad = spill + 2
+        x0, y0 = np.floor(poly.min(axis=0)).astype(int) - pad
+        x1, y1 = np.ceil(poly.max(axis=0)).astype(int) + pad
         h, w = y1 - y0 + 1, x1 - x0 + 1
         region = np.zeros((h, w), np.uint8)
         cv2.fillPoly(region, [ipoly - np.int32([x0 * 4, y0 * 4])], 255, cv2.LINE_8, shift=2)
-        # Zig-zag scribble across the region at a slant, spilling a little past the edge.
-        spacing = max(2.0, self.width * self.rng.uniform(0.6, 1.3))
+        # Zig-zag scribble across the region at a slant, spilling past the edge.
+        spacing = max(2.0, self.width * self.rng.uniform(*((1.4, 2.6) if sparse else (0.6, 1.3))))
         angle = self.rng.uniform(-0.6, 0.6) + (np.pi / 2 if self.rng.random() < 0.5 else 0)
         diag = float(np.hypot(h, w))
         n = int(diag / spacing) + 2
@@ -249,21 +284,27 @@ class Ink:
             cv2.LINE_AA,
             shift=2,
         )
-        region = cv2.dilate(region, np.ones((3, 3), np.uint8))
+        region = cv2.dilate(region, np.ones((2 * spill + 1, 2 * spill + 1), np.uint8))
         covered = cv2.min(scribble, region)
-        self.paste(covered, x0, y0)
+        self.paste(covered, x0, y0)  # the spill is ink on the figure: in its silhouette too
 
     def paste(self, patch: np.ndarray, x0: int, y0: int) -> None:
         """Add a coverage patch (uint8) whose top-left corner is at (x0, y0)."""
         self._grow(np.array([[x0, y0], [x0 + patch.shape[1], y0 + patch.shape[0]]]), 1)
-        H, W = self.layer.shape
+        self._paste_into(self.layer, patch, x0, y0)
+        if self.solid is not None:
+            self._paste_into(self.solid, patch, x0, y0)
+
+    @staticmethod
+    def _paste_into(layer: np.ndarray, patch: np.ndarray, x0: int, y0: int) -> None:
+        H, W = layer.shape
         ph, pw = patch.shape
         ax0, ay0 = max(0, x0), max(0, y0)
         ax1, ay1 = min(W, x0 + pw), min(H, y0 + ph)
         if ax1 <= ax0 or ay1 <= ay0:
             return
         sub = patch[ay0 - y0 : ay1 - y0, ax0 - x0 : ax1 - x0]
-        dst = self.layer[ay0:ay1, ax0:ax1]
+        dst = layer[ay0:ay1, ax0:ax1]
         np.maximum(dst, sub, out=dst)
 
     def roi(self) -> tuple[slice, slice] | None:
@@ -274,14 +315,19 @@ class Ink:
             return None
         return slice(y0, y1), slice(x0, x1)
 
-    def composite(self, paper: np.ndarray, mask: np.ndarray | None = None) -> None:
-        """Multiply this ink onto `paper` (float32 RGB 0..1); mark its pixels in `mask`."""
+    def silhouette(self, mask: np.ndarray) -> None:
+        """Mark in `mask` (uint8) what this ink meant to draw (its ink where it keeps none)."""
+        roi = self.roi()
+        if roi is not None:
+            layer = self.layer if self.solid is None else self.solid
+            mask[roi] |= layer[roi] > 96
+
+    def composite(self, paper: np.ndarray) -> None:
+        """Multiply this ink onto `paper` (float32 RGB 0..1)."""
         roi = self.roi()
         if roi is None:
             return
         cover = self.layer[roi]
-        if mask is not None:
-            mask[roi] |= cover > 96
         alpha = cover.astype(np.float32) * (self.opacity / 255.0)
         if self.medium.grain:
             tex = grain_texture(self.medium.grain)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .ink import Ink, pick_colour
+from .ink import BRIGHT, Ink, pick_colour
 
 PAPER_BASE = {
     "white": [(250, 250, 248), (244, 245, 247), (252, 251, 246)],
@@ -20,6 +20,10 @@ PAPER_BASE = {
         (200, 200, 200),
         (180, 230, 230),
     ],
+    # Recycled grey and brown kraft paper: dim, and little contrast with a pencil.
+    "grey": [(190, 190, 186), (172, 174, 172), (204, 201, 194), (160, 160, 158)],
+    "kraft": [(205, 176, 132), (188, 158, 114), (216, 192, 152), (196, 170, 128)],
+    "whiteboard": [(238, 240, 242), (228, 233, 237), (242, 242, 238)],
 }
 
 
@@ -63,9 +67,95 @@ def paper(
         gap = rng.uniform(10, 22) * scale
         img[:, np.arange(rng.uniform(0, gap), w, gap).astype(int)] = line_colour
         img[np.arange(rng.uniform(0, gap), h, gap).astype(int)] = line_colour
-    # Fibre shows most on coloured construction paper.
-    fibre = rng.uniform(0.01, 0.05) if kind == "coloured" else rng.uniform(0.0, 0.025)
+    elif kind == "whiteboard":
+        _whiteboard_frame(rng, img, scale)
+    # Fibre shows most on coloured construction paper and recycled paper; a board has none.
+    if kind in ("coloured", "grey", "kraft"):
+        fibre = rng.uniform(0.01, 0.05)
+    else:
+        fibre = 0.0 if kind == "whiteboard" else rng.uniform(0.0, 0.025)
     return img, float(fibre)
+
+
+def _whiteboard_frame(rng, img: np.ndarray, scale: float) -> None:
+    """The board's aluminium frame along the edges of the frame, in place."""
+    h, w = img.shape[:2]
+    band = max(2, int(rng.uniform(6, 16) * scale))
+    metal = np.float32(rng.uniform(0.6, 0.8)) * np.float32([1.0, 1.0, 1.02])
+    for side in rng.permutation(4)[: int(rng.integers(1, 4))]:
+        edge = (
+            np.s_[:band, :],
+            np.s_[h - band :, :],
+            np.s_[:, :band],
+            np.s_[:, w - band :],
+        )[int(side)]
+        img[edge] = metal
+
+
+def whiteboard_light(rng, sheet: np.ndarray) -> None:
+    """Glare on a glossy board: a broad, soft highlight that washes out ink and board
+    alike, in place (float32 RGB 0..1)."""
+    h, w = sheet.shape[:2]
+    gh, gw = 32, 32
+    yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32) / np.float32(gh - 1)
+    a = rng.uniform(0, np.pi)
+    along = np.cos(a) * xx + np.sin(a) * yy
+    glare = np.exp(-((along - rng.uniform(0.2, 0.8)) ** 2) / rng.uniform(0.005, 0.03))
+    glare *= np.float32(rng.uniform(0.15, 0.55))
+    g = cv2.resize(glare.astype(np.float32), (w, h), interpolation=cv2.INTER_LINEAR)[..., None]
+    sheet *= 1.0 - g
+    sheet += g
+
+
+def ghosts(rng, shape: tuple[int, int], scale: float) -> Ink:
+    """The smudged traces of drawings wiped off a whiteboard."""
+    ink = Ink(
+        rng, shape, "marker", np.float32([150, 150, 155]), scale, width=rng.uniform(8, 25) * scale
+    )
+    ink.opacity = rng.uniform(0.05, 0.18)
+    h, w = shape
+    for _ in range(int(rng.integers(1, 5))):
+        n = int(rng.integers(3, 8))
+        ink.stroke(np.stack([rng.uniform(0, w, n), rng.uniform(0, h, n)], 1))
+    return ink
+
+
+def colour_in_page(
+    rng, shape: tuple[int, int], medium: str, scale: float, figure: np.ndarray
+) -> list[Ink]:
+    """The page coloured in all over (a sky and grass, or one colour), usually around the
+    figure (`figure`: its filled silhouette, bool), sometimes over it."""
+    h, w = shape
+    if medium not in ("crayon", "marker", "coloured_pencil", "felt_tip"):
+        medium = "crayon"  # nobody colours a page in with a graphite pencil
+    horizon = rng.uniform(0.45, 0.85) * h
+    edge = np.stack([np.linspace(-5, w + 5, 9), horizon + rng.normal(0, 0.02 * h, 9)], 1)
+    sky = np.concatenate([[(-5, -5)], edge, [(w + 5, -5)]])
+    grass = np.concatenate([[(-5, h + 5)], edge, [(w + 5, h + 5)]])
+    whole = np.array([(-5, -5), (w + 5, -5), (w + 5, h + 5), (-5, h + 5)], float)
+    kind = int(rng.integers(3))
+    regions = [(sky, (70, 130, 230)), (grass, (50, 150, 50))] if kind == 0 else []
+    if kind == 1:
+        regions = [(sky, (70, 130, 230))]
+    if kind == 2:
+        regions = [(whole, tuple(int(v) for v in BRIGHT[int(rng.integers(len(BRIGHT)))]))]
+    inks = []
+    for polygon, rgb in regions:
+        colour = np.clip(np.float32(rgb) * rng.uniform(0.85, 1.15, 3), 0, 255).astype(np.float32)
+        ink = Ink(rng, shape, medium, colour, scale, width=rng.uniform(6, 16) * scale)
+        ink.opacity *= rng.uniform(0.5, 1.0)
+        ink.fill(polygon)
+        inks.append(ink)
+    if rng.random() < 0.75:  # coloured around the figure, leaving a margin of paper or not
+        halo = int(rng.uniform(0, 10) * scale)
+        around = figure.astype(np.uint8)
+        if halo:
+            around = cv2.dilate(
+                around, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * halo + 1,) * 2)
+            )
+        for ink in inks:
+            ink.layer[around > 0] = 0
+    return inks
 
 
 class Layout:

@@ -1,4 +1,8 @@
-"""A contact sheet: samples side by side with their box, joints and skeleton drawn on."""
+"""A contact sheet: samples side by side with their box, joints, skeleton and mask drawn on.
+
+The mask shows as a magenta tint with its outline, so a look tells whether the label
+covers the whole figure (fills, enclosed areas, separate limbs) and nothing else (props,
+paper)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ SKELETON = [
     (5, 7), (6, 8), (7, 9), (8, 10), (1, 2), (0, 1), (0, 2), (1, 3), (2, 4),
 ]  # fmt: skip
 LEFT, RIGHT, CENTRE = (255, 140, 0), (0, 120, 255), (0, 200, 0)  # RGB: figure's left is orange
+MASK = np.array([255, 0, 220], np.float32)
 
 
 def _side(i: int) -> tuple[int, int, int]:
@@ -25,9 +30,12 @@ def annotate(sample: Sample, cell: int) -> np.ndarray:
     """The sample scaled to fit a cell x cell tile, with its labels drawn on."""
     h, w = sample.image.shape[:2]
     k = cell / max(h, w)
-    img = cv2.resize(
-        sample.image, (max(1, round(w * k)), max(1, round(h * k))), interpolation=cv2.INTER_AREA
-    )
+    size = (max(1, round(w * k)), max(1, round(h * k)))
+    img = cv2.resize(sample.image, size, interpolation=cv2.INTER_AREA)
+    mask = cv2.resize(sample.mask.astype(np.uint8), size, interpolation=cv2.INTER_AREA) > 0
+    img[mask] = (img[mask] * 0.6 + MASK * 0.4).astype(np.uint8)
+    edge = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8))
+    img[edge > 0] = MASK.astype(np.uint8)
     tile = np.full((cell, cell, 3), 40, np.uint8)
     tile[: img.shape[0], : img.shape[1]] = img
     x1, y1, x2, y2 = (sample.bbox * k).round().astype(int)

@@ -6,9 +6,9 @@ import numpy as np
 
 # Every axis a drawing varies along. `exclude` / `only` in `generate` may name any of them.
 STYLE_AXES: dict[str, tuple[str, ...]] = {
-    "paper": ("white", "cream", "coloured", "lined", "squared"),
+    "paper": ("white", "cream", "coloured", "lined", "squared", "grey", "kraft", "whiteboard"),
     "body": ("stick", "outline", "filled", "dress"),
-    "medium": ("crayon", "marker", "pencil", "felt_tip"),
+    "medium": ("crayon", "marker", "pencil", "felt_tip", "coloured_pencil"),
     "head": ("normal", "huge"),
     "neck": ("none", "short", "long"),
     "hands": ("none", "mitten", "fingers"),
@@ -18,6 +18,14 @@ STYLE_AXES: dict[str, tuple[str, ...]] = {
     "legs": ("together", "apart", "wide", "step", "kick"),
     "scene": ("plain", "some", "busy"),
     "photo": ("scan", "flat", "angled"),
+    # Arms (and sometimes legs) drawn as blocks beside the body, not touching it.
+    "limbs": ("joined", "detached"),
+    # Things drawn or lying against the figure: a ball, a balloon, a caption, a pen.
+    "props": ("none", "touching"),
+    # The page coloured in all over (sky, grass, one colour), around or over the figure.
+    "background": ("paper", "coloured"),
+    # A drawn body (outline or filled) of ordinary proportions, or a big round belly.
+    "build": ("slim", "round"),
 }
 
 # One value per axis that training never sees; the held-out-styles evaluation uses only these.
@@ -28,6 +36,11 @@ _WEIGHTS: dict[str, dict[str, float]] = {
     "hat": {"none": 4.0},
     "scene": {"plain": 1.0, "some": 2.0, "busy": 1.5},
     "neck": {"none": 1.5},
+    "paper": {"whiteboard": 0.6, "grey": 0.8, "kraft": 0.7},
+    "limbs": {"joined": 3.0},
+    "props": {"none": 1.5},
+    "background": {"paper": 4.0},
+    "build": {"slim": 3.0},
 }
 
 
@@ -82,4 +95,10 @@ def pick_styles(
         legs_out = excluded.get("legs", ())
         under_dress = [v for v in ("apart", "together", "step") if v not in legs_out] or ["apart"]
         styles["legs"] = under_dress[int(rng.integers(len(under_dress)))]
+    if styles["paper"] == "whiteboard":
+        # Whiteboard markers, and nobody colours a whole whiteboard in.
+        if "medium" not in forced and "marker" not in excluded.get("medium", ()):
+            styles["medium"] = "marker"
+        if "background" not in forced:
+            styles["background"] = "paper"
     return styles

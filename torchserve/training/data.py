@@ -1,10 +1,11 @@
 """Training data: synthetic drawings cached as model-ready arrays, augmentation and targets.
 
-Each generated drawing gives two records: the whole photo letterboxed for the detector, and
-a square region around the figure (1.4x its box, at ``REGION`` px) from which the pose
-trainer cuts jittered crops, so it learns from boxes as imperfect as the detector's.
-Generation is the slow part, so the records are cached under ``torchserve/data/cache/``,
-keyed by the generator's source hash, the seeds and the sizes.
+Each generated drawing gives three records: the whole photo letterboxed for the detector; a
+square region around the figure (1.4x its box, at ``REGION`` px) from which the pose
+trainer cuts jittered crops, so it learns from boxes as imperfect as the detector's; and the
+same square at ``SEG_REGION`` px with the figure's mask, from which the segmenter's trainer
+cuts its crops. Generation is the slow part, so the records are cached under
+``torchserve/data/cache/``, keyed by the generator's source hash, the seeds and the sizes.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from torchserve.model.outline import outline_hints
 from torchserve.model.pose import FLIP_INDEX
 from torchserve.model.transforms import PAD_VALUE, fit_letterbox, letterbox
 
 CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "cache"
 REGION = 176  # side of the stored pose region
+SEG_REGION = 288  # side of the stored segmenter region: the figure's box is ~206 px in it
 REGION_MARGIN = 1.4  # region side / the box's longer side
 
 
@@ -36,9 +39,15 @@ class Records:
     regions: np.ndarray  # (N, REGION, REGION, 3) uint8 square around the figure
     region_boxes: np.ndarray  # (N, 4) float32 figure box in region pixels
     region_keypoints: np.ndarray  # (N, 17, 3) float32 x, y in region pixels, visibility
+    seg_regions: np.ndarray  # (N, SEG_REGION, SEG_REGION, 3) uint8 the same square, larger
+    seg_masks: np.ndarray  # (N, SEG_REGION, SEG_REGION) uint8 0..255 the figure's mask there
+    seg_boxes: np.ndarray  # (N, 4) float32 figure box in segmenter-region pixels
 
     def __len__(self) -> int:
         return len(self.det_boxes)
+
+
+RECORD_FIELDS = tuple(Records.__dataclass_fields__)  # the order make_record returns them in
 
 
 def region_matrix(bbox: np.ndarray, size: int = REGION) -> np.ndarray:
@@ -61,46 +70,51 @@ def apply_affine(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
     return out
 
 
+def warp_region(image: np.ndarray, m: np.ndarray, size: int) -> np.ndarray:
+    """``image`` (photo pixels, or a 0/255 mask) through the 2x3 affine ``m`` into a ``size``
+    square.
+
+    Downscaling by warpAffine alone aliases thin lines: shrink to about twice the target
+    scale first, averaging (INTER_AREA), the way serving letterboxes a large crop."""
+    scale = m[0, 0]
+    if scale >= 0.5:
+        return cv2.warpAffine(
+            image, m, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+        )
+    factor = scale * 2
+    h, w = image.shape[:2]
+    small = cv2.resize(
+        image, (max(1, round(w * factor)), max(1, round(h * factor))), interpolation=cv2.INTER_AREA
+    )
+    pre = np.array([[factor, 0, 0.5 * factor - 0.5], [0, factor, 0.5 * factor - 0.5]])
+    m_small = m.copy()
+    m_small[:, :2] = m[:, :2] / factor
+    m_small[:, 2] = m[:, 2] - m_small[:, :2] @ pre[:, 2]
+    return cv2.warpAffine(
+        small, m_small, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+    )
+
+
 def make_record(
-    image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray, det_size: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One labelled photo -> (det image, det box, region, region box, region keypoints)."""
+    image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray, mask: np.ndarray, det_size: int
+) -> tuple[np.ndarray, ...]:
+    """One labelled photo -> (det image, det box, region, region box, region keypoints,
+    segmenter region, its mask (0..255, soft at the edges), segmenter-region box)."""
     det_image, box = letterbox(image, det_size)
     det_box = box.to_input(np.asarray(bbox, dtype=np.float64).reshape(2, 2)).reshape(4)
+    corners = np.asarray(bbox, dtype=np.float64).reshape(2, 2)
     m = region_matrix(bbox)
-    # Downscaling by warpAffine alone aliases thin lines; pre-shrink the way serving does.
-    shrink = m[0, 0]
-    if shrink < 0.5:
-        factor = shrink * 2
-        h, w = image.shape[:2]
-        small = cv2.resize(
-            image,
-            (max(1, round(w * factor)), max(1, round(h * factor))),
-            interpolation=cv2.INTER_AREA,
-        )
-        pre = np.array([[factor, 0, 0.5 * factor - 0.5], [0, factor, 0.5 * factor - 0.5]])
-        m_small = m.copy()
-        m_small[:, :2] = m[:, :2] / factor
-        m_small[:, 2] = m[:, 2] - m_small[:, :2] @ pre[:, 2]
-        region = cv2.warpAffine(
-            small,
-            m_small,
-            (REGION, REGION),
-            flags=cv2.INTER_LINEAR,
-            borderMode=cv2.BORDER_REPLICATE,
-        )
-    else:
-        region = cv2.warpAffine(
-            image, m, (REGION, REGION), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
-        )
-    region_box = apply_affine(m, np.asarray(bbox, dtype=np.float64).reshape(2, 2)).reshape(4)
-    region_kps = apply_affine(m, np.asarray(keypoints, dtype=np.float64))
+    m_seg = region_matrix(bbox, SEG_REGION)
+    mask_255 = np.asarray(mask, dtype=np.uint8) * np.uint8(255)
     return (
         det_image,
         det_box.astype(np.float32),
-        region,
-        region_box.astype(np.float32),
-        region_kps.astype(np.float32),
+        warp_region(image, m, REGION),
+        apply_affine(m, corners).reshape(4).astype(np.float32),
+        apply_affine(m, np.asarray(keypoints, dtype=np.float64)).astype(np.float32),
+        warp_region(image, m_seg, SEG_REGION),
+        warp_region(mask_255, m_seg, SEG_REGION),
+        apply_affine(m_seg, corners).reshape(4).astype(np.float32),
     )
 
 
@@ -125,7 +139,9 @@ def _generate_record(args: tuple[int, str, int]) -> tuple:
         sample = generate(seed, only=HELD_OUT_STYLES)
     else:
         sample = generate(seed, exclude=HELD_OUT_STYLES)
-    return make_record(sample.image, sample.bbox, sample.keypoints, det_size)
+    # The network learns the drawing's silhouette; the margin of AnimatedDrawings' masks is
+    # a fixed number of the crop's pixels, added when the mask is served.
+    return make_record(sample.image, sample.bbox, sample.keypoints, sample.silhouette, det_size)
 
 
 def build_records(
@@ -144,6 +160,9 @@ def build_records(
         np.empty((n, REGION, REGION, 3), np.uint8),
         np.empty((n, 4), np.float32),
         np.empty((n, 17, 3), np.float32),
+        np.empty((n, SEG_REGION, SEG_REGION, 3), np.uint8),
+        np.empty((n, SEG_REGION, SEG_REGION), np.uint8),
+        np.empty((n, 4), np.float32),
     )
     jobs = [(seed, split, det_size) for seed in seeds]
     if workers > 1:
@@ -156,12 +175,9 @@ def build_records(
 
 
 def _fill(out: Records, results) -> None:
-    for i, (det_image, det_box, region, region_box, region_kps) in enumerate(results):
-        out.det_images[i] = det_image
-        out.det_boxes[i] = det_box
-        out.regions[i] = region
-        out.region_boxes[i] = region_box
-        out.region_keypoints[i] = region_kps
+    for i, record in enumerate(results):
+        for name, value in zip(RECORD_FIELDS, record, strict=True):
+            getattr(out, name)[i] = value
 
 
 def cached_records(
@@ -170,16 +186,15 @@ def cached_records(
     """``build_records`` for the synth generator, stored once under CACHE_DIR. ``version``
     picks the cache of another generator version (default: the current source's)."""
     version = version or generator_version()
-    key = f"{split}_{seeds.start}_{seeds.stop}_{det_size}_{REGION}_{version}"
+    key = f"{split}_{seeds.start}_{seeds.stop}_{det_size}_{REGION}_{SEG_REGION}_{version}"
     folder = CACHE_DIR / key
     if version != generator_version() and not (folder / "done").exists():
         raise FileNotFoundError(f"no cached drawings of generator version {version} in {folder}")
-    names = ("det_images", "det_boxes", "regions", "region_boxes", "region_keypoints")
     if (folder / "done").exists():
-        return Records(*(np.load(folder / f"{name}.npy", mmap_mode="r") for name in names))
+        return Records(*(np.load(folder / f"{name}.npy", mmap_mode="r") for name in RECORD_FIELDS))
     records = build_records(seeds, det_size, split=split, workers=workers)
     folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
+    for name in RECORD_FIELDS:
         np.save(folder / f"{name}.npy", getattr(records, name))
     (folder / "done").touch()
     return records
@@ -299,16 +314,17 @@ def crop_matrix(crop: np.ndarray, size: int, angle: float = 0.0, flip: bool = Fa
     return m
 
 
-def cut_crop(region: np.ndarray, crop: np.ndarray, m: np.ndarray, size: int) -> np.ndarray:
-    """The pose input image for ``crop_matrix`` ``m``: the crop, grey beyond it as served."""
-    out = cv2.warpAffine(
-        region, m, (size, size), flags=cv2.INTER_LINEAR, borderValue=(PAD_VALUE,) * 3
-    )
+def cut_crop(
+    region: np.ndarray, crop: np.ndarray, m: np.ndarray, size: int, fill: int = PAD_VALUE
+) -> np.ndarray:
+    """The model input for ``crop_matrix`` ``m``: the crop, ``fill`` beyond it as served
+    (the letterbox's grey for an image, 0 for a mask)."""
+    out = cv2.warpAffine(region, m, (size, size), flags=cv2.INTER_LINEAR, borderValue=(fill,) * 3)
     x1, y1, x2, y2 = crop
     quad = apply_affine(m, np.array([[x1, y1], [x2, y1], [x2, y2], [x1, y2]]))
     inside = np.zeros((size, size), np.uint8)
     cv2.fillConvexPoly(inside, np.round(quad * 16).astype(np.int32), 1, cv2.LINE_8, shift=4)
-    out[inside == 0] = PAD_VALUE
+    out[inside == 0] = fill
     return out
 
 
@@ -335,6 +351,39 @@ def augment_pose(
         kps = kps[list(FLIP_INDEX)]
     image = cutout(stroke_width(cut_crop(region, crop, m, size), rng), rng)
     return photometric(image, rng), kps.astype(np.float32)
+
+
+def augment_segmenter(
+    region: np.ndarray,
+    box: np.ndarray,
+    mask: np.ndarray,
+    size: int,
+    rng: np.random.Generator,
+    jitter: float = 0.22,
+    window: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A figure's segmenter region and mask -> (input image ``size`` square, or a random
+    ``window`` square of it; its hint channels (2, ...); the mask's share of each pixel
+    there, float32 0..1).
+
+    The crop is what serving gets (a box near the figure's, letterboxed), a little rotated,
+    maybe mirrored. Nothing that would change the drawing without its mask (no stroke
+    thickening, no painted-over patches): only the photo's colours are jittered."""
+    crop = jitter_crop(box, rng, jitter)
+    crop[[0, 1]] = np.maximum(crop[[0, 1]], 0)
+    crop[[2, 3]] = np.minimum(crop[[2, 3]], region.shape[1] - 1)
+    m = crop_matrix(crop, size, angle=float(rng.normal(0, 5)), flip=bool(rng.random() < 0.5))
+    image = photometric(cut_crop(region, crop, m, size), rng)
+    target = cut_crop(mask, crop, m, size, fill=0).astype(np.float32) / 255
+    # The hints see the whole input, as served; a window is cut from them afterwards.
+    valid = cut_crop(np.full(mask.shape, 255, np.uint8), crop, m, size, fill=0) > 127
+    hints = outline_hints(image, valid)
+    if window is not None and window < size:
+        x0, y0 = rng.integers(0, size - window + 1, size=2)
+        image = image[y0 : y0 + window, x0 : x0 + window]
+        target = target[y0 : y0 + window, x0 : x0 + window]
+        hints = hints[:, y0 : y0 + window, x0 : x0 + window]
+    return np.ascontiguousarray(image), np.ascontiguousarray(hints), np.ascontiguousarray(target)
 
 
 # --- targets ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The training loop of both models: seeded batches, AdamW, cosine schedule, checkpoints.
+"""The training loop of the three models: seeded batches, AdamW, cosine schedule, checkpoints.
 
 Everything random flows from one seed: torch's for the initial weights, one numpy
 generator for batch order and augmentation, so a run is bitwise repeatable on the same
@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+import cv2
 import numpy as np
 import torch
 
@@ -23,6 +24,13 @@ from torchserve.model.detector import (
     decode_detections,
 )
 from torchserve.model.pose import POSE_FORMAT, PoseNet, heatmap_coordinates
+from torchserve.model.segmenter import (
+    SEGMENTER_FORMAT,
+    SegmenterNet,
+    input_tensor,
+    segmenter_input,
+    upsample_logits,
+)
 from torchserve.model.transforms import Letterbox, to_tensor
 from torchserve.training import data, losses
 from torchserve.training.metrics import box_iou, pck_hits
@@ -30,9 +38,12 @@ from torchserve.training.metrics import box_iou, pck_hits
 logger = logging.getLogger(__name__)
 
 
+FORMATS = {"detector": DETECTOR_FORMAT, "pose": POSE_FORMAT, "segmenter": SEGMENTER_FORMAT}
+
+
 @dataclass
 class TrainConfig:
-    kind: str  # "detector" or "pose"
+    kind: str  # "detector", "pose" or "segmenter"
     steps: int
     batch_size: int = 32
     lr: float = 2e-3
@@ -40,7 +51,8 @@ class TrainConfig:
     warmup: int = 200
     seed: int = 0
     size: int = 192  # model input side
-    jitter: float = 0.22  # pose crop jitter, fraction of the box
+    jitter: float = 0.22  # pose and segmenter crop jitter, fraction of the box
+    window: int = 0  # segmenter: train on random windows this wide of each input (0: whole)
 
 
 def seed_everything(seed: int) -> np.random.Generator:
@@ -109,12 +121,48 @@ def pose_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.
     return losses.heatmap_ce_loss(model(x), target, weights)
 
 
+def segmenter_batch(
+    records: data.Records,
+    idx: np.ndarray,
+    rng: np.random.Generator,
+    size: int,
+    jitter: float,
+    window: int,
+) -> tuple[torch.Tensor, ...]:
+    images, hints, targets = zip(
+        *(
+            data.augment_segmenter(
+                records.seg_regions[i],
+                records.seg_boxes[i],
+                records.seg_masks[i],
+                size,
+                rng,
+                jitter,
+                window or None,
+            )
+            for i in idx
+        ),
+        strict=True,
+    )
+    return input_tensor(np.stack(images), np.stack(hints)), torch.from_numpy(np.stack(targets))[
+        :, None
+    ]
+
+
+def segmenter_loss(model: torch.nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    x, target = batch
+    logits = upsample_logits(model(x), model.stride)
+    return losses.mask_bce_loss(logits, target) + losses.soft_iou_loss(logits, target)
+
+
 def build_model(config: TrainConfig) -> torch.nn.Module:
     if config.kind == "detector":
         return DetectorNet(size=config.size)
     if config.kind == "pose":
         return PoseNet(size=config.size)
-    raise ValueError(f"unknown model kind {config.kind!r}: choose detector or pose")
+    if config.kind == "segmenter":
+        return SegmenterNet(size=config.size)
+    raise ValueError(f"unknown model kind {config.kind!r}: choose one of {', '.join(FORMATS)}")
 
 
 def train(
@@ -144,9 +192,12 @@ def train(
         if config.kind == "detector":
             batch = detector_batch(records, idx, rng, model.stride)
             loss = detector_loss(model, batch)
-        else:
+        elif config.kind == "pose":
             batch = pose_batch(records, idx, rng, config.size, model.stride, config.jitter)
             loss = pose_loss(model, batch)
+        else:
+            batch = segmenter_batch(records, idx, rng, config.size, config.jitter, config.window)
+            loss = segmenter_loss(model, batch)
         lr = data.cosine_lr(
             step, config.steps, config.lr, min(config.warmup, config.steps // 5 + 1)
         )
@@ -222,6 +273,46 @@ def validate_pose(
     return run
 
 
+def validate_segmenter(
+    records: data.Records, size: int
+) -> Callable[[torch.nn.Module], dict[str, float]]:
+    """Mean mask IoU on crops of the true boxes grown by 10% per side, as the gateway cuts
+    them (no augmentation), scored at the input's resolution."""
+    inputs, targets = [], []
+    for i in range(len(records)):
+        box = records.seg_boxes[i]
+        crop = box + np.array([-0.1, -0.1, 0.1, 0.1]) * np.tile(box[2:] - box[:2], 2)
+        x0, y0 = np.maximum(np.floor(crop[:2]).astype(int), 0)
+        x1, y1 = np.ceil(crop[2:]).astype(int)
+        piece = np.ascontiguousarray(records.seg_regions[i][y0:y1, x0:x1])
+        x, letterbox_ = segmenter_input(piece, size)
+        inputs.append(x)
+        m = letterbox_.matrix()
+        targets.append(
+            cv2.warpAffine(
+                np.ascontiguousarray(records.seg_masks[i][y0:y1, x0:x1]),
+                m,
+                (size, size),
+                flags=cv2.INTER_LINEAR,
+            )
+            > 127
+        )
+    batch, truth = torch.cat(inputs), np.stack(targets)
+
+    def run(model: torch.nn.Module) -> dict[str, float]:
+        ious = []
+        for start in range(0, len(batch), 32):
+            logits = upsample_logits(model(batch[start : start + 32]), model.stride)
+            found = (logits[:, 0] > 0).numpy()
+            t = truth[start : start + 32]
+            inter = (found & t).sum(axis=(1, 2))
+            union = (found | t).sum(axis=(1, 2))
+            ious.extend((inter / np.maximum(union, 1)).tolist())
+        return {"val_mask_iou": float(np.mean(ious))}
+
+    return run
+
+
 def weights_digest(model: torch.nn.Module) -> str:
     """SHA-256 of the parameters and buffers, in order: equal digests, equal weights."""
     digest = hashlib.sha256()
@@ -234,7 +325,7 @@ def weights_digest(model: torch.nn.Module) -> str:
 def save_checkpoint(model: torch.nn.Module, config: TrainConfig, path: str, meta: dict) -> None:
     """Write the weights atomically, with what is needed to rebuild and to retrain them."""
     payload = {
-        "format": DETECTOR_FORMAT if config.kind == "detector" else POSE_FORMAT,
+        "format": FORMATS[config.kind],
         "config": model.config,
         "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
         "meta": {**{k: str(v) for k, v in asdict(config).items()}, **meta},

@@ -1,4 +1,5 @@
-"""Losses: CenterNet focal loss and GIoU for the detector, spatial cross-entropy for pose."""
+"""Losses: CenterNet focal loss and GIoU for the detector, spatial cross-entropy for pose,
+per-pixel cross-entropy plus a soft IoU for the segmenter."""
 
 from __future__ import annotations
 
@@ -46,3 +47,18 @@ def heatmap_ce_loss(
     log_prob = F.log_softmax(logits.flatten(2), dim=-1)
     ce = -(target.flatten(2) * log_prob).sum(dim=-1)  # (N, K)
     return (ce * weights).sum() / weights.sum().clamp_min(1)
+
+
+def mask_bce_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean binary cross-entropy of per-pixel logits (N, 1, H, W) against soft targets."""
+    return F.binary_cross_entropy_with_logits(logits, target)
+
+
+def soft_iou_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """1 - the soft IoU of each image's probabilities with its target, averaged over images:
+    what the masks are judged by, so a small figure counts as much as a large one."""
+    p = torch.sigmoid(logits).flatten(1)
+    t = target.flatten(1)
+    inter = (p * t).sum(dim=1)
+    union = (p + t - p * t).sum(dim=1)
+    return (1 - (inter + 1) / (union + 1)).mean()
