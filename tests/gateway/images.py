@@ -9,18 +9,8 @@ from functools import cache
 import numpy as np
 from PIL import Image
 
+from tests.support.drawings import PLAIN
 from torchserve.synth import generate
-
-# Styles the models are trained on and that a flat photo shows clearly: nothing against
-# the figure, no coloured-in page.
-PLAIN = {
-    "paper": "white",
-    "medium": "marker",
-    "scene": "plain",
-    "photo": "flat",
-    "props": "none",
-    "background": "paper",
-}
 
 
 @cache
