@@ -1,0 +1,56 @@
+"""animation.segment.choose: which of two finished masks the rig gets."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from animation.figure_mask import FinishedMask, finish_mask
+from animation.segment import AGREE_IOU, choose, figure_mask
+
+
+def box_mask(x0: int, x1: int, shape=(100, 100)) -> np.ndarray:
+    mask = np.zeros(shape, bool)
+    mask[20:80, x0:x1] = True
+    return mask
+
+
+def test_where_the_two_agree_the_opencv_mask_is_kept():
+    drawn = FinishedMask(box_mask(30, 70), ())
+    learned = FinishedMask(box_mask(32, 72), (), "learned")  # IoU 38/42 = 0.90
+    assert choose(drawn, learned) is drawn
+
+
+def test_where_they_disagree_the_segmenters_is_kept_unless_its_warnings_are_worse():
+    drawn = FinishedMask(box_mask(0, 100), ("figure_huge",))  # a page-sized blob
+    learned = FinishedMask(box_mask(40, 60), (), "learned")
+    assert (learned.mask & drawn.mask).sum() / (learned.mask | drawn.mask).sum() < AGREE_IOU
+    assert choose(drawn, learned) is learned
+    lost = FinishedMask(box_mask(40, 60), ("joints_outside",), "learned")
+    assert choose(drawn, lost) is drawn  # joints_outside is more serious than figure_huge
+    same = FinishedMask(box_mask(40, 60), ("figure_huge",), "learned")
+    assert choose(drawn, same) is same  # as serious: the segmenter's
+
+
+def test_a_learned_mask_is_finished_without_the_paper_and_margin_steps():
+    rgb = np.full((100, 100, 3), 245, np.uint8)
+    rgb[20:80, 45:55] = 30  # a drawn bar; the learned mask also holds the paper beside it
+    joints = np.array([[50.0, 25.0], [50.0, 75.0]])
+    learned = box_mask(35, 65)
+    as_learned = finish_mask(learned, rgb, joints, learned=True)
+    as_opencv = finish_mask(learned, rgb, joints)
+    assert as_learned.source == "learned" and as_opencv.source == "opencv"
+    assert (as_learned.mask == learned).all()  # kept as the model drew it
+    assert as_opencv.mask.sum() != learned.sum()  # paper dropped and/or a margin added
+
+
+def test_figure_mask_says_which_source_it_used():
+    rgb = np.full((120, 120, 3), 240, np.uint8)
+    rgb[20:100, 50:70] = 20
+    joints = np.array([[60.0, 30.0], [60.0, 90.0]])
+    alone = figure_mask(rgb, joints)
+    assert alone.source == "opencv"
+    agreeing = figure_mask(rgb, joints, learned=alone.mask)
+    assert agreeing.source == "opencv" and (agreeing.mask == alone.mask).all()
+    elsewhere = np.zeros_like(alone.mask)
+    elsewhere[10:110, 5:115] = True  # most of the crop: disagrees, and warns figure_huge
+    assert figure_mask(rgb, joints, learned=elsewhere).source == "opencv"
