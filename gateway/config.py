@@ -15,6 +15,10 @@ import yaml
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_MODEL_TABLE = PACKAGE_DIR / "models.yaml"
+REQUIRED_ROLES = ("detector", "pose")
+# The segmenter is the project's own model: AnimatedDrawings' archives have none, and the
+# OpenCV path makes the mask when TorchServe does not serve it.
+OPTIONAL_ROLES = ("segmenter",)
 
 
 class ConfigError(ValueError):
@@ -30,6 +34,9 @@ class ModelRole:
     inference_url: str
     management_url: str
     min_score: float = 0.0
+    # An optional model is used when TorchServe serves it, and never needed for /ready.
+    optional: bool = False
+    timeout_s: float | None = None  # one call's budget; None: MODEL_TIMEOUT_S
 
 
 def _cpu_count() -> int:
@@ -128,16 +135,28 @@ class Config:
         )
 
     def model_roles(self) -> dict[str, ModelRole]:
-        """The model table: role -> where the model is served. URLs default to TORCHSERVE_*."""
+        """The model table: role -> where the model is served. URLs default to TORCHSERVE_*.
+
+        `detector` and `pose` are needed; `segmenter` may be left out of the table (the
+        OpenCV path makes every mask) and is optional whatever the table says."""
         try:
             table = yaml.safe_load(self.model_table.read_text())
         except (OSError, yaml.YAMLError) as exc:
             raise ConfigError(f"model table {self.model_table}: {exc}") from exc
         roles = {}
-        for role in ("detector", "pose"):
+        for role in (*REQUIRED_ROLES, *OPTIONAL_ROLES):
             entry = (table or {}).get(role)
+            if entry is None and role in OPTIONAL_ROLES:
+                continue
             if not isinstance(entry, dict) or "model" not in entry:
                 raise ConfigError(f"model table {self.model_table}: '{role}' needs a 'model'")
+            try:
+                timeout = None if entry.get("timeout_s") is None else float(entry["timeout_s"])
+                min_score = float(entry.get("min_score", 0.0))
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"model table {self.model_table}: '{role}': {exc}") from exc
+            if timeout is not None and timeout <= 0:
+                raise ConfigError(f"model table {self.model_table}: '{role}': timeout_s <= 0")
             roles[role] = ModelRole(
                 role=role,
                 model=str(entry["model"]),
@@ -145,6 +164,8 @@ class Config:
                 management_url=str(
                     entry.get("management_url") or self.torchserve_management_url
                 ).rstrip("/"),
-                min_score=float(entry.get("min_score", 0.0)),
+                min_score=min_score,
+                optional=role in OPTIONAL_ROLES,
+                timeout_s=timeout,
             )
         return roles

@@ -6,6 +6,8 @@ Flask, the network or storage.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
 import time
 from dataclasses import dataclass
@@ -41,15 +43,22 @@ class RenderResult:
     render_s: float  # all motions of this task
 
 
+MASK_SOURCES = ("given", "learned", "opencv")  # who made a mask: the client, the segmenter, OpenCV
+
+
 @dataclass(frozen=True)
 class FigureMask:
-    """The figure's mask over the crop, its warnings, and (for /annotate) the same mask in
-    the upload's pixels as a PNG with its box."""
+    """The figure's mask over the crop, its warnings, who made it, and (for /annotate) the
+    same mask in the upload's pixels as a PNG with its box."""
 
     mask: np.ndarray  # (h, w) bool, the crop's size
     warnings: tuple[str, ...]  # animation.mask_warnings codes, most serious first
     upload_box: Box | None = None
     upload_png: bytes | None = None
+    source: str = "opencv"  # one of MASK_SOURCES: who made the mask used
+    # Why the segmenter's answer was not used though it came ("bad_mask"), else None.
+    unusable: str | None = None
+    consulted: bool = False  # a segmenter's mask took part in the choice (whichever won)
 
 
 @cache
@@ -114,6 +123,19 @@ def _given_mask(png: bytes, box: Box, crop_box: Box, scale: Scale) -> np.ndarray
     return out
 
 
+def learned_mask(answer: str, shape: tuple[int, int]) -> np.ndarray | None:
+    """The segmenter's mask (base64 text of a 0/255 PNG) as an (h, w) bool array of the
+    crop's `shape`; None when it is not that (undecodable, another size)."""
+    try:
+        png = base64.b64decode(answer, validate=True)
+        with Image.open(io.BytesIO(png)) as image:
+            if image.size != shape[::-1]:  # checked before any pixel is decoded
+                return None
+            return np.asarray(image.convert("L")) > 127
+    except (binascii.Error, OSError, ValueError, SyntaxError):
+        return None
+
+
 def find_mask(
     crop: np.ndarray,
     keypoints: np.ndarray,
@@ -121,23 +143,32 @@ def find_mask(
     crop_box: Box,
     scale: Scale,
     annotate: bool,
+    learned: str | None = None,
 ) -> FigureMask:
     """The figure's mask in the (h, w, 3) crop with its 17 (x, y) `keypoints` (crop px):
-    the `given` (PNG, upload box) as it is, else segmented. With `annotate`, also the
-    warnings of a given mask and the mask in upload pixels as a PNG."""
+    the `given` (PNG, upload box) as it is; else OpenCV's or, with the segmenter's answer
+    `learned` (base64 PNG of the crop's size; "" when it saw no figure), the better of the
+    two as `figure_mask` chooses. With `annotate`, also the warnings of a given mask and the mask
+    in upload pixels as a PNG."""
     figure = FigureJoints.of(Skeleton.from_coco(keypoints))
+    unusable, consulted = None, False
     if given is None:
-        found = figure_mask(crop, figure)
-        mask, warnings = found.mask, found.warnings
+        raw = learned_mask(learned, crop.shape[:2]) if learned else None
+        if learned and raw is None:
+            unusable = "bad_mask"
+        found = figure_mask(crop, figure, learned=raw)
+        mask, warnings, source = found.mask, found.warnings, found.source
+        consulted = learned is not None and unusable is None  # "": it saw no figure
     else:
         mask = _given_mask(*given, crop_box, scale)
         warnings = mask_warnings(mask, ink_map(crop).ink, figure) if annotate else ()
+        source = "given"
     if not annotate:
-        return FigureMask(mask, warnings)
+        return FigureMask(mask, warnings, source=source, unusable=unusable, consulted=consulted)
     upload_box, upload_mask = scale.mask_to_upload(mask, crop_box)
     png = io.BytesIO()
     Image.fromarray(upload_mask.astype(np.uint8) * 255).save(png, format="PNG", optimize=True)
-    return FigureMask(mask, warnings, upload_box, png.getvalue())
+    return FigureMask(mask, warnings, upload_box, png.getvalue(), source, unusable, consulted)
 
 
 def build_character(crop: np.ndarray, keypoints: np.ndarray, mask: np.ndarray) -> Character:

@@ -1,30 +1,45 @@
 """The figure stage: where the drawn figure is, its joints and its outline, from the upload.
 
 decode (render worker) -> bbox (given, else the detector) -> crop -> keypoints (given,
-else the pose model on the crop) -> mask (given, else segmented in a render worker) ->
-quality warnings. /annotate answers what it found (in the upload's pixels); /animate rigs
-and renders it. Each thing the client gives skips the model that would find it; a given
-mask also fixes the crop (its box), so it skips the detector too. A learned segmenter
-plugs in at `_mask`, the one place a mask is made.
+else the pose model on the crop) and the segmenter's mask (when TorchServe serves it),
+side by side -> mask (given, else the learned one cleaned up, else OpenCV's, in a render
+worker) -> quality warnings. /annotate answers what it found (in the upload's pixels);
+/animate rigs and renders it. Each thing the client gives skips the model that would find
+it; a given mask also fixes the crop (its box), so it skips the detector and the segmenter.
+
+The segmenter is optional: a failing call (TorchServe's 5xx, a timeout, a reply that is no
+mask of the crop) costs the request its learned mask, never its answer: the OpenCV path is
+the fallback, with a log line and `gateway_segmenter_fallbacks_total`. Every mask made is
+counted by source, and its warnings by code, and logged when there are any.
 """
 
 from __future__ import annotations
 
 import base64
+import logging
+import time
 from dataclasses import dataclass
 
 import numpy as np
+import requests
 
 from animation.mask_warnings import WARNINGS
-from gateway import cpu_tasks
+from gateway import cpu_tasks, metrics
 from gateway.config import Config
 from gateway.cpu_pool import CpuPool
-from gateway.errors import BadRequest
+from gateway.errors import ApiError, BadRequest, ModelUnavailable
 from gateway.geometry import Box, Scale
+from gateway.greenlets import run_all
 from gateway.parsing import FigureOptions
 from gateway.preprocess import ModelImage, crop_box, encode_jpeg
 from gateway.stage_timer import StageTimer
 from gateway.torchserve_client import TorchServeClient
+
+log = logging.getLogger("gateway.figure")
+# What looked wrong with the figure's mask (animation.mask_warnings codes, comma-separated)
+# on a /animate answer; the request animated with the best mask all the same. Absent when
+# nothing did.
+FIGURE_WARNINGS_HEADER = "X-Figure-Warnings"
 
 
 @dataclass(frozen=True)
@@ -87,9 +102,11 @@ class FigureStage:
         timer: StageTimer,
         client=None,
         annotate: bool = False,
+        segmenter: bool | None = None,
     ) -> Figure:
         """The figure in the upload `image`; `annotate` also readies /annotate's answer
-        (the mask in upload pixels, a given mask's warnings)."""
+        (the mask in upload pixels, a given mask's warnings). `segmenter`: whether to ask
+        the segmenter (None: when TorchServe serves it); never with a given mask."""
         cfg = self.config
         with timer.stage("decode"):
             decoded: ModelImage = self.pool.map(
@@ -111,13 +128,78 @@ class FigureStage:
         box = self._crop_box(scale, bbox, points, given)
         left, top, right, bottom = box
         crop = np.ascontiguousarray(decoded.rgb[top:bottom, left:right])
-        if points is not None:
+        if segmenter is None:
+            segmenter = self.models.serves("segmenter")
+        segmenter = segmenter and given.mask is None
+        keypoints, learned = self._crop_models(crop, points, segmenter, timer)
+        if keypoints is None:  # the client's joints, in the crop
             keypoints = np.column_stack([points - (left, top), np.full(17, np.nan)])
-        else:
-            with timer.stage("pose"):
-                keypoints = self.models.pose(encode_jpeg(crop))
-        mask = self._mask(crop, keypoints, given, box, scale, annotate, timer, client)
+        mask = self._mask(crop, keypoints, given, learned, box, scale, annotate, timer, client)
+        self._report(mask)
         return Figure(scale, box, crop, keypoints, bbox, score, mask)
+
+    def _crop_models(
+        self, crop: np.ndarray, points: np.ndarray | None, segmenter: bool, timer: StageTimer
+    ) -> tuple[np.ndarray | None, str | None]:
+        """The pose model (unless the joints were given) and the segmenter (when asked) on
+        the crop, side by side, so the segmenter's cost hides behind the pose model's: the
+        keypoints (or None) and the segmenter's mask (base64 PNG; None when not asked or
+        when its call failed, which is logged and counted here, never raised)."""
+        calls = ([("pose", self.models.pose)] if points is None else []) + (
+            [("segmenter", self._segment)] if segmenter else []
+        )
+        if not calls:
+            return None, None
+        jpeg = encode_jpeg(crop)
+
+        seconds: dict[str, float] = {}
+
+        def call(name: str, fn):
+            start = time.perf_counter()
+            try:
+                return fn(jpeg)
+            finally:
+                seconds[name] = time.perf_counter() - start
+
+        try:
+            answers = dict(zip([n for n, _ in calls], run_all(call, calls), strict=True))
+        finally:  # each call's own time, in a fixed order: they overlap
+            for name in (n for n, _ in calls if n in seconds):
+                timer.add(name, seconds[name])
+        learned = answers.get("segmenter")
+        if isinstance(learned, ApiError):
+            self._fell_back(learned.code, learned.message)
+            learned = None
+        return answers.get("pose"), learned
+
+    def _segment(self, jpeg: bytes) -> str | ApiError:
+        """The segmenter's answer, or the error of a failing call (returned, not raised:
+        run_all would abandon the pose model's call for it)."""
+        try:
+            return self.models.segment(jpeg)
+        except ApiError as exc:
+            return exc
+        except requests.RequestException as exc:  # a reply broken off mid-body, and the like
+            return ModelUnavailable(f"segmenter: {exc}")
+
+    @staticmethod
+    def _fell_back(reason: str, message: str) -> None:
+        metrics.SEGMENTER_FALLBACKS.labels(reason).inc()
+        log.warning("segmenter failed, the OpenCV mask is used instead: %s", message,
+                    extra={"reason": reason})  # fmt: skip
+
+    def _report(self, mask: cpu_tasks.FigureMask) -> None:
+        """Count the mask by source and its warnings by code; log the warnings."""
+        if mask.unusable:
+            self._fell_back(mask.unusable, "its answer is not a mask of the crop")
+        metrics.FIGURE_MASKS.labels(mask.source).inc()
+        for code in mask.warnings:
+            metrics.FIGURE_WARNINGS.labels(code).inc()
+        if mask.warnings:
+            log.warning(
+                "figure mask looks implausible: %s", ",".join(mask.warnings),
+                extra={"warnings": list(mask.warnings), "mask_source": mask.source},
+            )  # fmt: skip
 
     def _crop_box(self, scale: Scale, bbox, points: np.ndarray | None, given) -> Box:
         """Model px: a given mask's box, else the box grown by the crop margin; either way
@@ -140,12 +222,13 @@ class FigureStage:
             raise BadRequest(f"mask 'box' {list(mask_box)} is too small to hold a figure")
         return tuple(int(v) for v in box)
 
-    def _mask(self, crop, keypoints, given, box, scale, annotate, timer, client):
-        """The one place a mask is made: the given one as it is, else segmentation."""
+    def _mask(self, crop, keypoints, given, learned, box, scale, annotate, timer, client):
+        """The one place a mask is made: the given one as it is, else the segmenter's
+        (`learned`) cleaned up, else OpenCV's."""
         mask = None if given.mask is None else (given.mask.png, given.mask.box)
         with timer.stage("segment"):
             return self.pool.map(
                 cpu_tasks.find_mask,
-                [(crop, keypoints[:, :2], mask, box, scale, annotate)],
+                [(crop, keypoints[:, :2], mask, box, scale, annotate, learned)],
                 client,
             )[0]

@@ -1,4 +1,8 @@
-"""JSON logs on stderr: one object per line, so a log pipeline needs no parser of its own."""
+"""JSON logs on stderr: one object per line, so a log pipeline needs no parser of its own.
+
+A line logged while a request is being handled carries its `request_id`, whichever module
+logged it.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import json
 import logging
 import sys
 import time
+
+from flask import g, has_request_context
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
@@ -26,12 +32,20 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+def with_request_id(record: logging.LogRecord) -> bool:
+    """A logging filter: the current request's id on the record, unless it has one."""
+    if not hasattr(record, "request_id") and has_request_context():
+        record.request_id = g.get("request_id")
+    return True
+
+
 def configure_logging(level: str) -> None:
     """Send the gateway's loggers to stderr as JSON (idempotent)."""
     logger = logging.getLogger("gateway")
     if not any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(JsonFormatter())
+        handler.addFilter(with_request_id)
         logger.addHandler(handler)
         logger.propagate = False
     logger.setLevel(level)

@@ -49,6 +49,22 @@ TORCHSERVE_ERRORS = Counter(
 )
 STORAGE_ERRORS = Counter("gateway_storage_errors_total", "Failed storage calls", ["operation"])
 CACHE_HITS = Counter("gateway_cache_hits_total", "Animate requests answered from storage")
+FIGURE_MASKS = Counter(
+    "gateway_figure_masks_total",
+    "Figure masks made (/animate and /annotate), by the source of the one used: learned (the "
+    "segmenter), opencv (no segmenter served, it failed, or the two agreed), given (the client's)",
+    ["source"],
+)
+FIGURE_WARNINGS = Counter(
+    "gateway_figure_warnings_total", "Figure masks that looked implausible, by warning code",
+    ["code"],
+)  # fmt: skip
+SEGMENTER_FALLBACKS = Counter(
+    "gateway_segmenter_fallbacks_total",
+    "Requests whose segmenter call failed and that went on with the OpenCV mask, by reason "
+    "(the error code of the call, or bad_mask for an answer that is no mask of the crop)",
+    ["reason"],
+)
 
 
 def exposition() -> tuple[bytes, str]:

@@ -19,6 +19,7 @@ from animation.mask_warnings import WARNINGS
 from animation.skeleton import COCO_KEYPOINTS
 from gateway import errors
 from gateway.error_handlers import HTTP_CODES
+from gateway.figure_stage import FIGURE_WARNINGS_HEADER
 from gateway.parsing import (
     DEFAULT_FPS,
     DEFAULT_SIZE,
@@ -217,8 +218,13 @@ def _operations() -> dict[tuple[str, str], dict]:
         "motion; answers one URL per motion, nothing else. Answered from storage when the same "
         "drawing was animated with the same options before.",
         animate_option_names(),
-        _json("One URL per motion", _schema("Animations")),
-    )
+        {**_json("One URL per motion", _schema("Animations")), "headers": {
+            FIGURE_WARNINGS_HEADER: {"description": "Present when the figure's outline looked "
+                                     "implausible (it animated with the best outline all the "
+                                     "same): the warning codes, comma-separated, as /annotate's "
+                                     "`quality.warnings` name them.",
+                                     "schema": {"type": "string"}}}},
+    )  # fmt: skip
     post_root = {**animate, "summary": "Animate a drawing (the Android app's route)"}
     annotate = _drawing_operation(
         "What the service sees in a drawing",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from dataclasses import dataclass
 
 from animation.motions import Motion
 from animation.render import RenderOptions
@@ -43,11 +44,22 @@ def _split(names: list, parts: int) -> list[list]:
     return [names[i::parts] for i in range(parts)]
 
 
-def model_roles(options: AnimateOptions) -> tuple[str, ...]:
+def model_roles(options: AnimateOptions, segmenter: bool = False) -> tuple[str, ...]:
     """The models whose answers shape this request's GIFs: a given bbox or mask skips the
-    detector, given keypoints the pose model."""
+    detector, given keypoints the pose model; the segmenter counts when it made the mask
+    (`segmenter`), which a given mask rules out."""
     skipped = {"detector": options.bbox or options.mask, "pose": options.keypoints}
-    return tuple(role for role, given in skipped.items() if given is None)
+    roles = tuple(role for role, given in skipped.items() if given is None)
+    return roles + ("segmenter",) if segmenter and options.mask is None else roles
+
+
+@dataclass(frozen=True)
+class Animations:
+    """What /animate answers: a URL per motion, and the figure mask's warnings (empty when
+    the mask looked right, or when storage answered and no figure was looked at)."""
+
+    urls: dict[str, str]
+    figure_warnings: tuple[str, ...] = ()
 
 
 class AnimationPipeline:
@@ -68,15 +80,16 @@ class AnimationPipeline:
         self.catalogue = catalogue
         self.figures = FigureStage(config, models, pool)
 
-    def keys(self, job: AnimateRequest) -> dict[str, str]:
-        """motion -> storage key: the image, the options and every version that shapes it."""
+    def keys(self, job: AnimateRequest, segmenter: bool = False) -> dict[str, str]:
+        """motion -> storage key: the image, the options and every version that shapes it
+        (the segmenter's when it made the mask)."""
         options = job.options
         fields = {
             **options.render_fields(),
             "renderer": renderer_version(),
             "preparation": PREPARATION_VERSION,
             "model_input_px": self.config.model_input_px,
-            "models": self.models.versions(model_roles(options)),
+            "models": self.models.versions(model_roles(options, segmenter)),
         }
         image_sha = hashlib.sha256(job.image).hexdigest()
         versions = dict(self.catalogue.versions)
@@ -92,11 +105,18 @@ class AnimationPipeline:
             metrics.STORAGE_ERRORS.labels(operation).inc()
             raise
 
-    def run(self, job: AnimateRequest, timer: StageTimer, host_url: str, client=None) -> dict:
-        """{motion: URL} for every requested motion (an uploaded one last), rendering only
-        what storage lacks."""
+    def run(self, job: AnimateRequest, timer: StageTimer, host_url: str, client=None) -> Animations:
+        """A URL for every requested motion (an uploaded one last), rendering only what
+        storage lacks, and the figure's warnings when it was looked at.
+
+        The GIFs are looked up under the keys of the mask the request should get (the
+        segmenter's version among them when TorchServe serves it); when the segmenter
+        failed and OpenCV made the mask alone, they are stored under OpenCV's keys, so a working segmenter later
+        renders them again rather than serving the fallback's."""
+        segmenter = job.options.mask is None and self.models.serves("segmenter")
+        warnings: tuple[str, ...] = ()
         with timer.stage("lookup"):
-            keys = self.keys(job)
+            keys = self.keys(job, segmenter)
             found = run_all(
                 self._storage_call, [("lookup", self.storage.exists, k) for k in keys.values()]
             )
@@ -106,7 +126,11 @@ class AnimationPipeline:
         else:
             with self.admission.admit() as waited_s:
                 timer.add("queue", waited_s)
-                files = self._render(job, missing, timer, client)
+                files, figure = self._render(job, missing, segmenter, timer, client)
+                warnings = figure.mask.warnings
+                if segmenter and not figure.mask.consulted:
+                    fallback = self.keys(job, segmenter=False)
+                    keys |= {m: fallback[m] for m in missing}
                 content_type = job.options.content_type
                 with timer.stage("upload"):
                     run_all(
@@ -115,7 +139,7 @@ class AnimationPipeline:
                          for m in missing],
                     )  # fmt: skip
         # Only now, with every object stored, are URLs handed out.
-        return {m: self.storage.url(keys[m], host_url) for m in job.motions}
+        return Animations({m: self.storage.url(keys[m], host_url) for m in job.motions}, warnings)
 
     def annotate(self, job: AnnotateRequest, timer: StageTimer, client=None) -> dict:
         """/annotate: the figure stage alone, under the same admission as a render."""
@@ -124,7 +148,9 @@ class AnimationPipeline:
             figure = self.figures.find(job.image, job.figure, timer, client, annotate=True)
         return figure.annotation()
 
-    def _render(self, job: AnimateRequest, motions: list[str], timer: StageTimer, client) -> dict:
+    def _render(
+        self, job: AnimateRequest, motions: list[str], segmenter: bool, timer: StageTimer, client
+    ) -> tuple[dict, Figure]:
         upload = job.motion_upload
         todo: list[str | Motion] = list(motions)
         if upload is not None and upload.name in motions:
@@ -132,8 +158,9 @@ class AnimationPipeline:
             with timer.stage("motion"):
                 custom = self.pool.map(cpu_tasks.read_motion, [(upload,)], client)[0]
             todo[motions.index(upload.name)] = custom
-        figure = self.figures.find(job.image, job.options.figure, timer, client)
-        return self._animate(figure, todo, job.options, timer, client)
+        figure = self.figures.find(job.image, job.options.figure, timer, client,
+                                   segmenter=segmenter)  # fmt: skip
+        return self._animate(figure, todo, job.options, timer, client), figure
 
     def _animate(
         self, figure: Figure, motions: list[str | Motion], options, timer: StageTimer, client

@@ -17,6 +17,7 @@ from flask import Blueprint, Response, g, jsonify, request
 from animation.images import read_header
 from gateway.body import body_limit, read_body
 from gateway.errors import Unauthorized
+from gateway.figure_stage import FIGURE_WARNINGS_HEADER
 from gateway.parsing import Upload, parse_animate_request, read_upload
 from gateway.services import current_services
 
@@ -73,4 +74,8 @@ def animate() -> Response:
         )
     )
     client = request.environ.get("gunicorn.socket")
-    return jsonify(services.pipeline.run(job, g.timer, request.host_url, client))
+    answer = services.pipeline.run(job, g.timer, request.host_url, client)
+    response = jsonify(answer.urls)
+    if answer.figure_warnings:  # the body stays keyed by motion
+        response.headers[FIGURE_WARNINGS_HEADER] = ",".join(answer.figure_warnings)
+    return response

@@ -72,13 +72,14 @@ def test_raw_photo_through_both_models_then_from_storage(gateway, torchserve_ser
                           headers={"Content-Type": "image/jpeg"}, timeout=60)  # fmt: skip
     assert first.status_code == 200, first.text
     after = model_calls(torchserve_server)
-    for model in ("drawn_humanoid_detector", "drawn_humanoid_pose_estimator"):
+    for model in ("drawn_humanoid_detector", "drawn_humanoid_pose_estimator",
+                  "drawn_humanoid_segmenter"):  # fmt: skip
         assert after[model] - before.get(model, 0) == 1  # once per request, not per motion
     urls = first.json()
     assert list(urls) == DEFAULT_MOTIONS
     assert re.fullmatch(r"[0-9a-f]{32}", first.headers["X-Request-ID"])
-    assert stages(first) == ["receive", "decode", "lookup", "queue", "detect", "pose", "segment",
-                             "rig", "render", "upload"]  # fmt: skip
+    assert stages(first) == ["receive", "decode", "lookup", "queue", "detect", "pose",
+                             "segmenter", "segment", "rig", "render", "upload"]  # fmt: skip
     for url in urls.values():
         assert url.startswith(f"{gateway.url}/files/")
         gif = fetch_gif(url)

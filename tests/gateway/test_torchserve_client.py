@@ -17,7 +17,7 @@ from gateway.errors import (
     PoseNotFound,
     UnsupportedMediaType,
 )
-from gateway.torchserve_client import TorchServeClient
+from gateway.torchserve_client import NO_FIGURE, TorchServeClient
 from tests.support.http import JSONHandler
 from tests.support.s3 import free_port
 
@@ -54,6 +54,7 @@ def server():
     roles = {
         "detector": ModelRole("detector", "det", url, url, min_score=0.3),
         "pose": ModelRole("pose", "pose", url, url, min_score=0.2),
+        "segmenter": ModelRole("segmenter", "seg", url, url, min_score=0.8, optional=True),
     }
     try:
         yield replies, TorchServeClient(roles, timeout_s=2)
@@ -158,3 +159,26 @@ def test_refused_connection_fails_fast_after_one_retry():
         client.detect(b"jpeg")
     assert errors == ["unavailable"]
     assert client.missing_models() == ["detector", "pose"]
+
+
+def test_the_segmenter_is_optional_and_its_unsure_masks_are_no_figure(server, monkeypatch):
+    replies, client = server
+    monkeypatch.setattr("gateway.torchserve_client.VERSIONS_TTL_S", 0.0)
+    replies.by_path["/models/det"] = (200, [{"modelName": "det", "workers": [{"status": "READY"}]}])
+    replies.by_path["/models/pose"] = (
+        200,
+        [{"modelName": "pose", "workers": [{"status": "READY"}]}],
+    )
+    assert client.missing_models() == []  # not served (404): never missing, just not asked
+    assert not client.serves("segmenter") and client.serves("pose")
+    replies.by_path["/models/seg"] = (200, [{"modelName": "seg", "workers": [{"status": "READY"}]}])
+    assert client.serves("segmenter")
+
+    replies.by_path["/predictions/seg"] = (200, {"mask": "iVBOR", "score": 0.93})
+    assert client.segment(b"jpeg") == "iVBOR"
+    replies.by_path["/predictions/seg"] = (200, {"mask": "iVBOR", "score": 0.72})
+    assert client.segment(b"jpeg") == NO_FIGURE  # a blank page's blob
+    for body in ({"score": 0.9}, {"mask": 3, "score": 0.9}, {"mask": "x", "score": "high"}, []):
+        replies.by_path["/predictions/seg"] = (200, body)
+        with pytest.raises(ModelUnavailable):
+            client.segment(b"jpeg")
