@@ -14,10 +14,13 @@ from the detector's.
 The segmenter's mask, cut from the same two crops, is scored by IoU against the generator's
 exact mask (the figure's filled silhouette), beside the OpenCV path
 (`animation.segment.segment_figure`, given the served joints on the detector's crop and the
-true ones on the true box's crop), with the share of the true joints inside each mask. On
+true ones on the true box's crop), and beside the mask the gateway uses when TorchServe
+serves the segmenter (`animation.segment.figure_mask` with the segmenter's mask: both
+finished, the one `choose` picks), with the share of the true joints inside each mask. On
 the real drawings (`--real-dev`, AnimatedDrawings' annotation folders: `texture.png` is the
-crop with its paper, `mask.png` the truth, `char_cfg.yaml` the joints) both run on the crop
-as it is; `--overlays DIR` writes each drawing with both masks' outlines and the truth's.
+crop with its paper, `mask.png` the truth, `char_cfg.yaml` the joints) all three run on the
+crop as it is; `--overlays DIR` writes each drawing with the first two masks' outlines and
+the truth's.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import torch
 import yaml
 from PIL import Image
 
-from animation.segment import segment_figure
+from animation.segment import figure_mask
 from torchserve.model import (
     KEYPOINT_NAMES,
     decode_detections,
@@ -68,7 +71,10 @@ MASK_COLUMNS = (
     ("segmenter", "true-box crop"),
     ("OpenCV", "detector crop"),
     ("OpenCV", "true-box crop"),
+    ("gateway", "detector crop"),
+    ("gateway", "true-box crop"),
 )
+PATHS = ("segmenter", "OpenCV", "gateway")  # the gateway's: the choice of the other two
 
 
 @dataclass
@@ -77,7 +83,7 @@ class Scores:
     pck_served: np.ndarray  # (17,) hits on the detector's crop (NaN: joint not labelled)
     pck_true_box: np.ndarray  # (17,) hits on the true box's crop
     mask_iou: tuple[float, ...]  # per MASK_COLUMNS, against the whole photo's true mask
-    joints_inside: tuple[float, float, float]  # segmenter, OpenCV, the true mask (true box)
+    joints_inside: tuple[float, ...]  # per PATHS, then the true mask (true box)
 
 
 def crop(image: np.ndarray, bbox: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -122,20 +128,24 @@ def segment(piece: np.ndarray) -> np.ndarray:
     return mask
 
 
-def _masks(
-    image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Segmenter and OpenCV masks of the crop at ``bbox``, each pasted into a page-sized
-    canvas, and the crop's origin. ``keypoints`` (17, 2+) in the photo's pixels."""
+def three_masks(piece: np.ndarray, joints: object) -> tuple[np.ndarray, ...]:
+    """The (H, W) bool masks of one crop per PATHS; `joints` in the crop's pixels."""
+    learned = segment(piece)
+    return learned, figure_mask(piece, joints).mask, figure_mask(piece, joints, learned).mask
+
+
+def _masks(image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray) -> list[np.ndarray]:
+    """The masks per PATHS of the crop at ``bbox``, each pasted into a page-sized canvas.
+    ``keypoints`` (17, 2+) in the photo's pixels."""
     piece, origin = crop(image, bbox)
     h, w = piece.shape[:2]
     x0, y0 = int(origin[0]), int(origin[1])
     pages = []
-    for mask in (segment(piece), segment_figure(piece, keypoints[:, :2] - origin)):
+    for mask in three_masks(np.ascontiguousarray(piece), keypoints[:, :2] - origin):
         page = np.zeros(image.shape[:2], bool)
         page[y0 : y0 + h, x0 : x0 + w] = mask
         pages.append(page)
-    return pages[0], pages[1], origin
+    return pages
 
 
 def score_one(job: tuple[int, str]) -> Scores:
@@ -154,24 +164,19 @@ def score_one(job: tuple[int, str]) -> Scores:
         iou = box_iou(best, true_box)
         served_points = _keypoints(sample.image, best)
         served = pck_hits(served_points, truth, true_box)
-        model_served, opencv_served, _ = _masks(sample.image, best, served_points)
-        served_ious = (mask_iou(model_served, sample.mask), mask_iou(opencv_served, sample.mask))
+        served_ious = [mask_iou(m, sample.mask) for m in _masks(sample.image, best, served_points)]
     else:  # nothing found: every labelled joint and every mask pixel is missed
         iou = 0.0
         served = np.where(truth[:, 2] > 0, 0.0, np.nan)
-        served_ious = (0.0, 0.0)
-    model_true, opencv_true, _ = _masks(sample.image, true_box, truth)
-    inside = tuple(share_inside(m, truth) for m in (model_true, opencv_true, sample.mask))
+        served_ious = [0.0] * len(PATHS)
+    true_masks = _masks(sample.image, true_box, truth)
+    true_ious = [mask_iou(m, sample.mask) for m in true_masks]
+    inside = tuple(share_inside(m, truth) for m in (*true_masks, sample.mask))
     return Scores(
         iou,
         served,
         pck_hits(_keypoints(sample.image, true_box), truth, true_box),
-        (
-            served_ious[0],
-            mask_iou(model_true, sample.mask),
-            served_ious[1],
-            mask_iou(opencv_true, sample.mask),
-        ),
+        tuple(v for pair in zip(served_ious, true_ious, strict=True) for v in pair),
         inside,
     )
 
@@ -180,8 +185,8 @@ def score_one(job: tuple[int, str]) -> Scores:
 class RealScore:
     name: str
     size: tuple[int, int]  # crop width, height
-    iou: tuple[float, float]  # segmenter, OpenCV
-    joints_inside: tuple[float, float]  # segmenter, OpenCV
+    iou: tuple[float, ...]  # per PATHS
+    joints_inside: tuple[float, ...]  # per PATHS
 
 
 def real_drawings(folder: Path) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
@@ -197,10 +202,10 @@ def real_drawings(folder: Path) -> list[tuple[str, np.ndarray, np.ndarray, np.nd
 
 
 def score_real(folder: Path, overlays: Path | None) -> list[RealScore]:
-    """Both paths on each real drawing's crop; overlays of them written if asked."""
+    """Every path on each real drawing's crop; overlays of the first two written if asked."""
     scores = []
     for name, rgb, truth, joints in real_drawings(folder):
-        masks = (segment(rgb), segment_figure(rgb, joints))
+        masks = three_masks(rgb, joints)
         scores.append(
             RealScore(
                 name,
@@ -211,7 +216,7 @@ def score_real(folder: Path, overlays: Path | None) -> list[RealScore]:
         )
         if overlays is not None:
             overlays.mkdir(parents=True, exist_ok=True)
-            Image.fromarray(overlay(rgb, truth, masks, joints)).save(overlays / f"{name}.png")
+            Image.fromarray(overlay(rgb, truth, masks[:2], joints)).save(overlays / f"{name}.png")
     return scores
 
 
@@ -306,7 +311,7 @@ def mask_report(results: dict[str, list[Scores]]) -> str:
     """The masks on the synthetic sets: mean IoU per path and crop, joints inside."""
     header = " | ".join(f"{path} IoU, {where}" for path, where in MASK_COLUMNS)
     lines = [
-        f"| set | drawings | {header} | true joints inside: segmenter / OpenCV / true mask |",
+        f"| set | drawings | {header} | true joints inside: {' / '.join(PATHS)} / true mask |",
         "|---|---|" + "---|" * (len(MASK_COLUMNS) + 1),
     ]
     for name, scores in results.items():
@@ -322,20 +327,19 @@ def mask_report(results: dict[str, list[Scores]]) -> str:
 def real_report(scores: list[RealScore]) -> str:
     """The masks on the real drawings, one row each, then the mean."""
     lines = [
-        "| drawing | crop px | segmenter IoU | OpenCV IoU | joints inside: segmenter | OpenCV |",
-        "|---|---|---|---|---|---|",
-    ]
+        "| drawing | crop px | " + " | ".join(f"{p} IoU" for p in PATHS)
+        + " | joints inside: " + " | ".join(PATHS) + " |",
+        "|---|---|" + "---|" * (2 * len(PATHS)),
+    ]  # fmt: skip
     for s in scores:
-        lines.append(
-            f"| {s.name} | {s.size[0]}x{s.size[1]} | {s.iou[0]:.3f} | {s.iou[1]:.3f} "
-            f"| {s.joints_inside[0]:.2f} | {s.joints_inside[1]:.2f} |"
-        )
+        ious = " | ".join(f"{v:.3f}" for v in s.iou)
+        inside = " | ".join(f"{v:.2f}" for v in s.joints_inside)
+        lines.append(f"| {s.name} | {s.size[0]}x{s.size[1]} | {ious} | {inside} |")
     ious = np.array([s.iou for s in scores])
     inside = np.array([s.joints_inside for s in scores])
+    means = " | ".join(f"{m:.3f} ({n:.3f})" for m, n in zip(ious.mean(0), ious.min(0), strict=True))
     lines.append(
-        f"| mean (min) | | {ious[:, 0].mean():.3f} ({ious[:, 0].min():.3f}) "
-        f"| {ious[:, 1].mean():.3f} ({ious[:, 1].min():.3f}) "
-        f"| {inside[:, 0].mean():.2f} | {inside[:, 1].mean():.2f} |"
+        f"| mean (min) | | {means} | " + " | ".join(f"{v:.2f}" for v in inside.mean(0)) + " |"
     )
     return "\n".join(lines)
 
