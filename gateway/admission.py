@@ -19,6 +19,8 @@ from gevent.lock import BoundedSemaphore
 from gateway import metrics
 from gateway.errors import Overloaded
 
+BUSY = "the service is busy; retry shortly"
+
 
 class Admission:
     def __init__(self, slots: int, queue: int, wait_s: float, retry_after_s: int) -> None:
@@ -30,7 +32,7 @@ class Admission:
         self.waiting = 0
         self.active = 0
 
-    def refusal(self, why: str = "the service is busy; retry shortly") -> Overloaded:
+    def refusal(self, why: str = BUSY) -> Overloaded:
         """The 503 every refusal of this policy answers (the render pool's included)."""
         return Overloaded(why, headers={"Retry-After": str(self.retry_after_s)})
 

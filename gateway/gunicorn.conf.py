@@ -10,7 +10,8 @@ import shutil
 import tempfile
 
 wsgi_app = "gateway.app:create_app()"
-worker_class = "gevent"
+# gunicorn's gevent worker, refusing a full house before Flask (gateway/gunicorn_worker.py).
+worker_class = "gateway.gunicorn_worker.GatewayWorker"
 bind = [os.environ.get("GUNICORN_BIND", "127.0.0.1:5000")]
 # One worker per pod is enough with gevent; its render pool takes the cores (RENDER_WORKERS).
 workers = int(os.environ.get("GUNICORN_WORKERS", os.environ.get("WEB_CONCURRENCY", "1")))

@@ -52,7 +52,8 @@ def test_gunicorn_settings_come_from_the_environment(monkeypatch):
     conf_path = str(REPO / "gateway" / "gunicorn.conf.py")
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "/tmp/not-used")
     conf = runpy.run_path(conf_path)
-    assert conf["worker_class"] == "gevent" and conf["wsgi_app"] == "gateway.app:create_app()"
+    assert conf["worker_class"] == "gateway.gunicorn_worker.GatewayWorker"
+    assert conf["wsgi_app"] == "gateway.app:create_app()"
     assert conf["bind"] == ["127.0.0.1:5000"] and conf["workers"] == 1
     # Recycling the only worker would leave nothing answering while it drains.
     assert conf["max_requests"] == 0

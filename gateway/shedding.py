@@ -1,0 +1,197 @@
+"""Refusing a full house before Flask sees the request: which routes, the 503's bytes, its
+pace and its log line.
+
+When every render slot and the queue are taken (`Admission.full`), a request to a route
+that renders can only be refused. Through Flask that refusal cost the gevent hub about a
+millisecond of CPU (request context, hooks, JSON, metrics, a log line, then gunicorn
+reading the unread body and keeping the connection open), and a storm of clients that
+retry at once kept the hub busy with nothing else. So the worker
+(`gunicorn_worker.GatewayWorker`) asks the `Shedder` as soon as gunicorn has parsed the
+request line and headers, and a refusal is:
+
+- a few hundred bytes from a template: 503 `overloaded`, `Retry-After`, `X-Request-ID`,
+  `Connection: close`; the body is never read and the connection is closed;
+- paced (`RefusalPace`): refusals are answered at most `PACE_PER_S` a second, later ones
+  wait their turn (a sleeping greenlet: no CPU, nothing read) for at most `MAX_HOLD_S`.
+  Clients that retry at once can then make the hub answer only so many refusals a
+  second, whatever their number, and each still gets its 503 within tens of ms;
+- counted in the metrics like any request, and logged as one line per `LOG_EVERY_S` with
+  the count, not one line each.
+
+The same routes refuse a full house inside Flask too (`refuse_when_full`, a blueprint
+hook): for servers without this worker (Flask's test client), and for the request whose
+headers passed here while the house was not quite full.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import gevent
+from flask import Flask
+
+from gateway import metrics
+from gateway.admission import BUSY, Admission
+from gateway.api_key import bearer_matches
+from gateway.errors import error_document
+from gateway.request_log import request_id
+from gateway.services import current_services, services_of
+
+log = logging.getLogger("gateway.shedding")
+# A refusal through this path costs the hub about 0.1-0.2 ms of CPU (docs/BENCHMARKS.md,
+# section overload): 500 a second is under a tenth of one core.
+PACE_PER_S = 300.0
+# Past the pace a refusal waits at most this long: well inside the 50 ms a refused client
+# may wait for its answer, with room for a busy machine's scheduling.
+MAX_HOLD_S = 0.040
+LOG_EVERY_S = 10.0
+
+
+def refuse_when_full() -> None:
+    """Blueprint hook (`bp.before_request(refuse_when_full)`): nothing could start
+    rendering soon, so refuse now, before the body is read."""
+    admission = current_services().admission
+    if admission.full:
+        raise admission.refusal()
+
+
+def guarded_paths(app: Flask) -> frozenset[str]:
+    """The POST paths whose blueprint refuses a full house with `refuse_when_full`."""
+    guarded = {name for name, hooks in app.before_request_funcs.items()
+               if refuse_when_full in hooks}  # fmt: skip
+    return frozenset(
+        rule.rule
+        for rule in app.url_map.iter_rules()
+        if "POST" in (rule.methods or ()) and not rule.arguments
+        and rule.endpoint.rpartition(".")[0] in guarded
+    )  # fmt: skip
+
+
+def refusal_bytes(rid: str, retry_after_s: int, message: str = BUSY) -> bytes:
+    """The whole HTTP answer of a refusal: the API's JSON error, and the connection closed."""
+    body = json.dumps(error_document("overloaded", message, rid), separators=(",", ":"))
+    return (
+        "HTTP/1.1 503 SERVICE UNAVAILABLE\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        f"Retry-After: {retry_after_s}\r\n"
+        f"X-Request-ID: {rid}\r\n"
+        "Connection: close\r\n"
+        f"\r\n{body}"
+    ).encode()
+
+
+class RefusalPace:
+    """Refusals answered at most `per_s` a second; one past that waits for its turn, and
+    never longer than `max_hold_s` (then it is answered anyway: the client's wait is
+    bounded even when the pace is not kept)."""
+
+    def __init__(
+        self, per_s: float, max_hold_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.interval_s = 1.0 / per_s
+        self.max_hold_s = max_hold_s
+        self._clock = clock
+        self._next = float("-inf")  # when the next refusal may be answered
+
+    def hold_s(self) -> float:
+        """How long the refusal arriving now waits before it is answered."""
+        now = self._clock()
+        turn = max(now, self._next)
+        if turn - now > self.max_hold_s:
+            return self.max_hold_s
+        self._next = turn + self.interval_s
+        return turn - now
+
+
+class RefusalLog:
+    """One log line per `every_s` while refusals go on, with their count."""
+
+    def __init__(self, every_s: float = LOG_EVERY_S) -> None:
+        self.every_s = every_s
+        self.pending = 0
+        self._since = 0.0
+
+    def count(self) -> None:
+        if not self.pending:
+            self._since = time.monotonic()
+            gevent.spawn_later(self.every_s, self.flush)
+        self.pending += 1
+
+    def flush(self) -> None:
+        if self.pending:
+            seconds = time.monotonic() - self._since
+            log.warning(
+                "overloaded: refused %d requests in %.1f s, before reading their bodies",
+                self.pending, seconds,
+                extra={"status": 503, "code": "overloaded", "refused": self.pending,
+                       "seconds": round(seconds, 1)},
+            )  # fmt: skip
+        self.pending = 0
+
+
+def parse_head(head: bytes) -> tuple[str, str, dict[str, str]] | None:
+    """(method, path, headers by lower-case name) of a request's head (the bytes before its
+    blank line), or None when it is not a plain HTTP/1.x request line and headers."""
+    lines = head.split(b"\r\n")
+    parts = lines[0].split(b" ")
+    if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
+        return None
+    headers = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(b":")
+        if not sep:
+            return None
+        headers[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
+    path = parts[1].partition(b"?")[0].decode("latin-1")
+    return parts[0].decode("latin-1"), path, headers
+
+
+@dataclass
+class Shedder:
+    """Decides, from the request line and headers alone, whether a request is refused
+    unread; answers the refusal."""
+
+    admission: Admission
+    paths: frozenset[str]
+    api_key: str | None = None
+    pace: RefusalPace = field(default_factory=lambda: RefusalPace(PACE_PER_S, MAX_HOLD_S))
+    log: RefusalLog = field(default_factory=RefusalLog)
+
+    @classmethod
+    def for_app(cls, app: Flask) -> Shedder:
+        services = services_of(app)
+        return cls(services.admission, guarded_paths(app), services.config.api_key)
+
+    parse_head = staticmethod(parse_head)
+
+    @property
+    def full(self) -> bool:
+        return self.admission.full
+
+    def refuses(self, method: str, path: str, headers: Mapping[str, str]) -> bool:
+        """True for a request to a guarded route while the house is full (`headers` by
+        lower-case name). Not for one without the API key: it gets its 401 from Flask, as
+        it would with room."""
+        if method != "POST" or path not in self.paths or not self.admission.full:
+            return False
+        return not self.api_key or bearer_matches(headers.get("authorization", ""), self.api_key)
+
+    def answer(self, sock, path: str, headers: Mapping[str, str]) -> None:
+        """Wait for the refusal's turn, then send it; the caller closes the connection."""
+        started = time.perf_counter()
+        hold = self.pace.hold_s()
+        if hold > 0:
+            gevent.sleep(hold)
+        rid = request_id(headers.get("x-request-id", ""))
+        try:
+            sock.sendall(refusal_bytes(rid, self.admission.retry_after_s))
+        except OSError:  # the client is gone already
+            pass
+        metrics.REQUESTS.labels(path, "POST", "503").inc()
+        metrics.REQUEST_SECONDS.labels(path).observe(time.perf_counter() - started)
+        self.log.count()
