@@ -17,6 +17,7 @@ from the peeked bytes.
 from __future__ import annotations
 
 import socket
+import time
 from typing import TYPE_CHECKING
 
 import gevent
@@ -42,6 +43,7 @@ class GatewayWorker(GeventWorker):
     def handle(self, listener, client, addr) -> None:
         """A new connection: refused from its peeked head when the house is full."""
         if self.shedder is not None and self.shedder.full:
+            arrived = time.monotonic()
             head = b""
             # A client that sends nothing is gunicorn's to time out, after this.
             with gevent.Timeout(self.cfg.keepalive or 5, False):
@@ -54,7 +56,7 @@ class GatewayWorker(GeventWorker):
             if request is not None and self.shedder.refuses(*request):
                 method, path, headers = request
                 try:
-                    self.shedder.answer(client, path, headers)
+                    self.shedder.answer(client, path, headers, arrived)
                 finally:
                     client.close()  # the body unread: the kernel resets the connection
                 return

@@ -1,20 +1,22 @@
 """Refusing a full house before Flask sees the request: which routes, the 503's bytes, its
-pace and its log line.
+hold and its log line.
 
 When every render slot and the queue are taken (`Admission.full`), a request to a route
-that renders can only be refused. Through Flask that refusal cost the gevent hub about a
-millisecond of CPU (request context, hooks, JSON, metrics, a log line, then gunicorn
-reading the unread body and keeping the connection open), and a storm of clients that
-retry at once kept the hub busy with nothing else. So the worker
-(`gunicorn_worker.GatewayWorker`) asks the `Shedder` as soon as gunicorn has parsed the
-request line and headers, and a refusal is:
+that renders can only be refused. Through Flask that refusal cost the gevent hub about
+0.8 ms of CPU (request context, hooks, JSON, metrics, a log line, then gunicorn reading
+the unread body, and the connection kept open), and a storm of clients that retry at once
+kept the hub busy refusing. So the worker (`gunicorn_worker.GatewayWorker`) asks the
+`Shedder` as soon as it sees the request line and headers, and a refusal is:
 
 - a few hundred bytes from a template: 503 `overloaded`, `Retry-After`, `X-Request-ID`,
   `Connection: close`; the body is never read and the connection is closed;
-- paced (`RefusalPace`): refusals are answered at most `PACE_PER_S` a second, later ones
-  wait their turn (a sleeping greenlet: no CPU, nothing read) for at most `MAX_HOLD_S`.
-  Clients that retry at once can then make the hub answer only so many refusals a
-  second, whatever their number, and each still gets its 503 within tens of ms;
+- held (`RefusalHold`): answered REFUSAL_HOLD_S (0.04 s) after it arrived, on a 10 ms
+  grid, by a sleeping greenlet (no CPU, nothing read). A client that retries at once,
+  whatever Retry-After says, then comes back at most about 30 times a second instead of
+  thousands, so a storm of them costs the machine a bounded share of its CPU (each
+  refusal costs about 0.15 ms here and as much again in a client on the same machine),
+  while every refused client still has its 503 within tens of milliseconds; the grid
+  sends the refusals of one tick together, the hub waking once for them;
 - counted in the metrics like any request, and logged as one line per `LOG_EVERY_S` with
   the count, not one line each.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -42,12 +45,7 @@ from gateway.request_log import request_id
 from gateway.services import current_services, services_of
 
 log = logging.getLogger("gateway.shedding")
-# A refusal through this path costs the hub about 0.1-0.2 ms of CPU (docs/BENCHMARKS.md,
-# section overload): 500 a second is under a tenth of one core.
-PACE_PER_S = 300.0
-# Past the pace a refusal waits at most this long: well inside the 50 ms a refused client
-# may wait for its answer, with room for a busy machine's scheduling.
-MAX_HOLD_S = 0.040
+HOLD_TICK_S = 0.01
 LOG_EVERY_S = 10.0
 
 
@@ -85,27 +83,26 @@ def refusal_bytes(rid: str, retry_after_s: int, message: str = BUSY) -> bytes:
     ).encode()
 
 
-class RefusalPace:
-    """Refusals answered at most `per_s` a second; one past that waits for its turn, and
-    never longer than `max_hold_s` (then it is answered anyway: the client's wait is
-    bounded even when the pace is not kept)."""
+class RefusalHold:
+    """Every refusal is answered `hold_s` after it arrived, rounded down to a grid of
+    `tick_s`: the refusals of one tick go out together."""
 
     def __init__(
-        self, per_s: float, max_hold_s: float, clock: Callable[[], float] = time.monotonic
+        self,
+        hold_s: float,
+        tick_s: float = HOLD_TICK_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.interval_s = 1.0 / per_s
-        self.max_hold_s = max_hold_s
-        self._clock = clock
-        self._next = float("-inf")  # when the next refusal may be answered
+        self.hold_s = hold_s
+        self.tick_s = tick_s
+        self.clock = clock
 
-    def hold_s(self) -> float:
-        """How long the refusal arriving now waits before it is answered."""
-        now = self._clock()
-        turn = max(now, self._next)
-        if turn - now > self.max_hold_s:
-            return self.max_hold_s
-        self._next = turn + self.interval_s
-        return turn - now
+    def remaining_s(self, arrived: float | None = None) -> float:
+        """How long a refusal that arrived at `arrived` (`clock()` time; default now) still
+        waits: until the last tick at or before `arrived + hold_s`."""
+        now = self.clock()
+        release = math.floor(((now if arrived is None else arrived) + self.hold_s) / self.tick_s)
+        return max(0.0, release * self.tick_s - now)
 
 
 class RefusalLog:
@@ -159,13 +156,17 @@ class Shedder:
     admission: Admission
     paths: frozenset[str]
     api_key: str | None = None
-    pace: RefusalPace = field(default_factory=lambda: RefusalPace(PACE_PER_S, MAX_HOLD_S))
+    hold: RefusalHold = field(default_factory=lambda: RefusalHold(0.0))
     log: RefusalLog = field(default_factory=RefusalLog)
 
     @classmethod
     def for_app(cls, app: Flask) -> Shedder:
         services = services_of(app)
-        return cls(services.admission, guarded_paths(app), services.config.api_key)
+        config = services.config
+        return cls(
+            services.admission, guarded_paths(app), config.api_key,
+            RefusalHold(config.refusal_hold_s),
+        )  # fmt: skip
 
     parse_head = staticmethod(parse_head)
 
@@ -181,10 +182,13 @@ class Shedder:
             return False
         return not self.api_key or bearer_matches(headers.get("authorization", ""), self.api_key)
 
-    def answer(self, sock, path: str, headers: Mapping[str, str]) -> None:
-        """Wait for the refusal's turn, then send it; the caller closes the connection."""
-        started = time.perf_counter()
-        hold = self.pace.hold_s()
+    def answer(
+        self, sock, path: str, headers: Mapping[str, str], arrived: float | None = None
+    ) -> None:
+        """Hold the refusal, then send it; the caller closes the connection. `arrived`: when
+        the connection was taken (`time.monotonic()`), default now."""
+        started = time.monotonic() if arrived is None else arrived
+        hold = self.hold.remaining_s(started)
         if hold > 0:
             gevent.sleep(hold)
         rid = request_id(headers.get("x-request-id", ""))
@@ -193,5 +197,5 @@ class Shedder:
         except OSError:  # the client is gone already
             pass
         metrics.REQUESTS.labels(path, "POST", "503").inc()
-        metrics.REQUEST_SECONDS.labels(path).observe(time.perf_counter() - started)
+        metrics.REQUEST_SECONDS.labels(path).observe(time.monotonic() - started)
         self.log.count()

@@ -9,10 +9,10 @@ import pytest
 
 from gateway.admission import Admission
 from gateway.app import create_app
-from gateway.config import Config
+from gateway.config import Config, ConfigError
 from gateway.errors import error_document
 from gateway.load_clients import parse_answer
-from gateway.shedding import RefusalPace, Shedder, guarded_paths, parse_head, refusal_bytes
+from gateway.shedding import RefusalHold, Shedder, guarded_paths, parse_head, refusal_bytes
 
 
 @pytest.fixture
@@ -74,17 +74,19 @@ class Clock:
         return self.now
 
 
-def test_pace_spaces_refusals_and_never_holds_one_past_the_bound():
+def test_hold_answers_each_refusal_on_the_grid_before_its_bound():
     clock = Clock()
-    pace = RefusalPace(per_s=100, max_hold_s=0.025, clock=clock)
-    holds = [pace.hold_s() for _ in range(5)]
-    # 10 ms apart; the fourth would wait 30 ms, past the bound: answered at the bound
-    # without taking that turn, and so is the fifth.
-    assert holds == pytest.approx([0.0, 0.01, 0.02, 0.025, 0.025])
-    clock.now += 0.025  # the turn at 30 ms is 5 ms away now
-    assert pace.hold_s() == pytest.approx(0.005)
-    clock.now += 1.0  # a quiet second: answered at once again
-    assert pace.hold_s() == 0.0
+    hold = RefusalHold(0.040, tick_s=0.010, clock=clock)
+    # Arriving now (100.000): answered at 100.040, the bound itself on the grid.
+    assert hold.remaining_s() == pytest.approx(0.040)
+    # Arrived 3 ms ago: its bound 100.037 rounds down to the tick at 100.030.
+    assert hold.remaining_s(arrived=clock.now - 0.003) == pytest.approx(0.030)
+    clock.now = 100.0157  # refusals arriving within one tick go out together
+    assert clock.now + hold.remaining_s() == pytest.approx(100.050)
+    assert hold.remaining_s(arrived=100.0109) == pytest.approx(100.050 - clock.now)
+    # One that waited for the hub past its bound is answered at once.
+    assert hold.remaining_s(arrived=clock.now - 0.1) == 0.0
+    assert RefusalHold(0.0, clock=clock).remaining_s() == 0.0
 
 
 def test_shedder_refuses_only_posts_to_guarded_routes_of_a_full_house():
@@ -107,3 +109,11 @@ def test_with_an_api_key_only_a_caller_with_it_is_refused_here():
     # but a caller's.
     assert not shedder.refuses("POST", "/animate", {})
     assert not shedder.refuses("POST", "/animate", {"authorization": "Bearer nope"})
+
+
+def test_the_hold_is_a_setting(tmp_path):
+    config = Config.from_env({"REFUSAL_HOLD_S": "0.02", "STORAGE_URL": f"file://{tmp_path}"})
+    assert Shedder.for_app(create_app(config)).hold.hold_s == 0.02
+    assert Config().refusal_hold_s == 0.04
+    with pytest.raises(ConfigError, match="REFUSAL_HOLD_S"):
+        Config.from_env({"REFUSAL_HOLD_S": "5"})
