@@ -485,7 +485,7 @@ def plot(results: Sequence[dict], path: Path) -> None:
     (good_ax, lat_ax), (refused_ax, ms_ax) = axes
     colours = itertools.cycle(("tab:red", "tab:blue", "tab:green", "tab:purple"))
     for result, colour in zip(results, colours, strict=False):  # colours never run out
-        rows, name = result["levels"], result.get("clients") or "clients"
+        rows, name = result["levels"], result.get("label") or result.get("clients") or "run"
         conc = [r["concurrency"] for r in rows]
         good_ax.plot(conc, [r["throughput_rps"] for r in rows], "o-", color=colour, label=name)
         lat_ax.plot(conc, [r["latency_s"]["p50"] for r in rows], "o-", color=colour,
@@ -548,6 +548,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=[],
         help="another run's --json, drawn beside this one (repeat)",
     )
+    p.add_argument("--label", help="this run's name in the plot (default: storm or backoff)")
     p.add_argument("--motions", help="the motions option sent with each request")
     p.add_argument("--api-key", default=os.environ.get("API_KEY"), help="bearer token")
     p.add_argument("--warmup", type=int, default=2, help="requests sent before measuring")
@@ -595,6 +596,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         levels.append(test.run_level(concurrency, args.duration))
         print(f"concurrency {concurrency}: {levels[-1].requests} requests", file=sys.stderr)
     result = report(levels, cores, args.limit)
+    if args.label:
+        result["label"] = args.label
     print_table(result, cores)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
