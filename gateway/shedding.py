@@ -10,7 +10,7 @@ kept the hub busy refusing. So the worker (`gunicorn_worker.GatewayWorker`) asks
 
 - a few hundred bytes from a template: 503 `overloaded`, `Retry-After`, `X-Request-ID`,
   `Connection: close`; the body is never read and the connection is closed;
-- held (`RefusalHold`): answered REFUSAL_HOLD_S (0.04 s) after it arrived, on a 10 ms
+- held (`RefusalHold`): answered REFUSAL_HOLD_S (0.04 s) after it arrived, on a 5 ms
   grid, by a sleeping greenlet (no CPU, nothing read). A client that retries at once,
   whatever Retry-After says, then comes back at most about 30 times a second instead of
   thousands, so a storm of them costs the machine a bounded share of its CPU (each
@@ -45,7 +45,7 @@ from gateway.request_log import request_id
 from gateway.services import current_services, services_of
 
 log = logging.getLogger("gateway.shedding")
-HOLD_TICK_S = 0.01
+HOLD_TICK_S = 0.005
 LOG_EVERY_S = 10.0
 
 
