@@ -501,14 +501,18 @@ def plot(results: Sequence[dict], path: Path) -> None:
     good_ax.set(ylabel="good answers / s (200)", title="throughput of good answers")
     lat_ax.set(ylabel="seconds", title="latency of good answers")
     refused_ax.set(ylabel="503 overloaded / s", title="refusals")
-    ms_ax.set(ylabel="ms", title="/health and refusal latency, p99")
+    ms_ax.set(ylabel="ms (log scale)", title="/health and refusal latency, p99")
     limit = next((r.get("admission_limit") for r in results if r.get("admission_limit")), None)
     every = sorted({r["concurrency"] for result in results for r in result["levels"]})
     for ax in axes.flat:
         ax.set_xscale("log", base=2)
         ax.set_xticks(every, [str(c) for c in every])
         ax.set_xlabel("concurrent clients")
-        ax.set_ylim(bottom=0)
+        if ax is ms_ax:  # from a few ms to seconds: a log scale keeps 50 ms readable
+            ax.set_yscale("log")
+            ax.set_ylim(bottom=1)
+        else:
+            ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         if limit:
             ax.axvline(limit, color="black", lw=0.8, alpha=0.5)

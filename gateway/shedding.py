@@ -12,11 +12,11 @@ kept the hub busy refusing. So the worker (`gunicorn_worker.GatewayWorker`) asks
   `Connection: close`; the body is never read and the connection is closed;
 - held (`RefusalHold`): answered REFUSAL_HOLD_S (0.04 s) after it arrived, on a 5 ms
   grid, by a sleeping greenlet (no CPU, nothing read). A client that retries at once,
-  whatever Retry-After says, then comes back at most about 30 times a second instead of
-  thousands, so a storm of them costs the machine a bounded share of its CPU (each
-  refusal costs about 0.15 ms here and as much again in a client on the same machine),
+  whatever Retry-After says, then comes back about 25 times a second instead of
+  thousands (measured with 36 of them on 2 cores: 840 refusals/s costing 0.3 cores at
+  both ends, against 4200/s and 1.1 cores unheld; docs/BENCHMARKS.md, section overload),
   while every refused client still has its 503 within tens of milliseconds; the grid
-  sends the refusals of one tick together, the hub waking once for them;
+  sends the refusals of one tick together;
 - counted in the metrics like any request, and logged as one line per `LOG_EVERY_S` with
   the count, not one line each.
 
