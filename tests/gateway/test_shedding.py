@@ -24,8 +24,16 @@ def fill(admission: Admission) -> None:
     admission.active, admission.waiting = admission.slots, admission.queue
 
 
-def test_the_routes_that_render_are_guarded_and_no_other(app):
-    assert guarded_paths(app) == {"/animate", "/"}
+def test_the_worker_refuses_on_exactly_the_routes_flask_refuses_a_full_house_on(app):
+    guarded = guarded_paths(app)
+    assert {"/animate", "/"} <= guarded and "/health" not in guarded
+    client = app.test_client()
+    fill(app.extensions["gateway"].admission)
+    posts = {r.rule for r in app.url_map.iter_rules() if "POST" in r.methods and not r.arguments}
+    for path in posts:
+        reply = client.post(path, data=b"x", content_type="image/png")
+        refused = reply.status_code == 503 and reply.get_json()["error"]["code"] == "overloaded"
+        assert refused == (path in guarded), path
 
 
 def test_flask_refuses_a_full_house_before_the_body_with_the_same_answer(app):
