@@ -131,6 +131,19 @@ def parse_answer(data: bytes) -> tuple[str, float | None] | None:
     return parts[1].decode(), retry_after
 
 
+def answer_length(data: bytes) -> int | None:
+    """Head plus Content-Length of an answer whose head has arrived; None before that, or
+    without a Content-Length (then the answer ends when the server closes)."""
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    for line in bytes(data[:end]).split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length" and value.strip().isdigit():
+            return end + 4 + int(value.strip())
+    return None
+
+
 class _Attempt:
     """One request on its own non-blocking connection, driven by the crowd's selector."""
 
@@ -141,6 +154,7 @@ class _Attempt:
         self.request = memoryview(request)
         self.sent = 0
         self.received = bytearray()
+        self.length: int | None = None  # of the whole answer, once its head has come
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setblocking(False)
         self.connected = False
@@ -168,7 +182,8 @@ class _Attempt:
         return True
 
     def on_readable(self) -> bool:
-        """Read what arrived; True at the end of the answer (the server closed)."""
+        """Read what arrived; True at the end of the answer: the server closed, or its
+        Content-Length has arrived (should it keep the connection open after all)."""
         try:
             chunk = self.sock.recv(READ_SIZE)
         except BlockingIOError:
@@ -176,7 +191,11 @@ class _Attempt:
         except OSError:  # reset after its answer: what arrived is still the answer
             return True
         self.received += chunk
-        return not chunk
+        if not chunk:
+            return True
+        if self.length is None:
+            self.length = answer_length(self.received)
+        return self.length is not None and len(self.received) >= self.length
 
     def answer(self, epoch: float, status: str | None = None) -> Answer:
         now = time.perf_counter()

@@ -15,7 +15,7 @@ import requests
 from PIL import Image
 
 from gateway import loadtest
-from gateway.load_clients import Answer, Backoff, Storm
+from gateway.load_clients import Answer, Backoff, Storm, answer_length
 
 CPU_MS = 30
 
@@ -238,3 +238,10 @@ def test_cpu_meter_counts_only_the_level_even_for_processes_that_come_and_go():
         before.kill()
         before.wait()
     assert 0.2 < spent < 0.45  # the 0.3 s burnt during the level, not the 0.4 s before it
+
+
+def test_answer_length_ends_an_answer_the_server_keeps_open():
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n"
+    assert answer_length(head[:-2]) is None  # the head has not all come
+    assert answer_length(head) == len(head) + 7
+    assert answer_length(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil EOF") is None
