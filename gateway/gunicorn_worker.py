@@ -41,16 +41,11 @@ class GatewayWorker(GeventWorker):
         self.shedder = Shedder.for_app(self.wsgi)
 
     def handle(self, listener, client, addr) -> None:
-        """A new connection: refused from its peeked head when the house is full."""
-        if self.shedder is not None and self.shedder.full:
+        """A new connection, while no slot is free: refused from its peeked head when the
+        house is full; else, its whole body already here, it claims a place."""
+        if self.shedder is not None and not self.shedder.admission.slot_free:
             arrived = time.monotonic()
-            head = b""
-            # A client that sends nothing is gunicorn's to time out, after this.
-            with gevent.Timeout(self.cfg.keepalive or 5, False):
-                try:
-                    head = client.recv(HEAD_PEEK_BYTES, socket.MSG_PEEK)
-                except OSError:
-                    pass
+            head = self._peek(client, HEAD_PEEK_BYTES)
             end = head.find(b"\r\n\r\n")
             request = self.shedder.parse_head(head[:end]) if end > 0 else None
             if request is not None and self.shedder.refuses(*request):
@@ -60,14 +55,27 @@ class GatewayWorker(GeventWorker):
                 finally:
                     client.close()  # the body unread: the kernel resets the connection
                 return
+            body = self.shedder.claim_bytes(*request) if request is not None else None
+            if body is not None and len(self._peek(client, end + 4 + body)) >= end + 4 + body:
+                self.shedder.admission.claim(client)
         super().handle(listener, client, addr)
+
+    def _peek(self, client, size: int) -> bytes:
+        """Up to `size` bytes the client sent, left unread; b"" if nothing came in time."""
+        # A client that sends nothing is gunicorn's to time out, after this.
+        with gevent.Timeout(self.cfg.keepalive or 5, False):
+            try:
+                return client.recv(size, socket.MSG_PEEK)
+            except OSError:
+                pass
+        return b""
 
     def handle_request(self, listener_name, req, sock, addr):
         """A request gunicorn parsed (a kept-alive connection's next one, or a head that
         did not come in whole): the same check."""
-        if self.shedder is not None and self.shedder.full:
+        if self.shedder is not None and self.shedder.admission.full_for(sock):
             headers = {name.lower(): value for name, value in req.headers}
-            if self.shedder.refuses(req.method, req.path, headers):
+            if self.shedder.refuses(req.method, req.path, headers, sock):
                 self.shedder.answer(sock, req.path, headers)
                 raise StopIteration  # gunicorn stops the connection here and closes it
         return super().handle_request(listener_name, req, sock, addr)

@@ -96,7 +96,7 @@ class AnimationPipeline:
         if not missing:
             metrics.CACHE_HITS.inc()
         else:
-            with self.admission.admit() as waited_s:
+            with self.admission.admit(client) as waited_s:
                 timer.add("queue", waited_s)
                 gifs = self._render(job, missing, timer, client)
                 with timer.stage("upload"):

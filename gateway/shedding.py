@@ -31,11 +31,11 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 import gevent
-from flask import Flask
+from flask import Flask, request
 
 from gateway import metrics
 from gateway.admission import BUSY, Admission
@@ -46,6 +46,7 @@ from gateway.services import current_services, services_of
 
 log = logging.getLogger("gateway.shedding")
 HOLD_TICK_S = 0.005
+CLAIM_MAX_BYTES = 1 << 20  # a larger body is not peeked at whole to claim a place
 LOG_EVERY_S = 10.0
 
 
@@ -53,7 +54,7 @@ def refuse_when_full() -> None:
     """Blueprint hook (`bp.before_request(refuse_when_full)`): nothing could start
     rendering soon, so refuse now, before the body is read."""
     admission = current_services().admission
-    if admission.full:
+    if admission.full_for(request.environ.get("gunicorn.socket")):
         raise admission.refusal()
 
 
@@ -170,17 +171,23 @@ class Shedder:
 
     parse_head = staticmethod(parse_head)
 
-    @property
-    def full(self) -> bool:
-        return self.admission.full
-
-    def refuses(self, method: str, path: str, headers: Mapping[str, str]) -> bool:
+    def refuses(
+        self, method: str, path: str, headers: Mapping[str, str], key: Hashable | None = None
+    ) -> bool:
         """True for a request to a guarded route while the house is full (`headers` by
-        lower-case name). Not for one without the API key: it gets its 401 from Flask, as
-        it would with room."""
-        if method != "POST" or path not in self.paths or not self.admission.full:
+        lower-case name; `key`: the connection, whose own claim does not count). Not for
+        one without the API key: it gets its 401 from Flask, as it would with room."""
+        if method != "POST" or path not in self.paths or not self.admission.full_for(key):
             return False
         return not self.api_key or bearer_matches(headers.get("authorization", ""), self.api_key)
+
+    def claim_bytes(self, method: str, path: str, headers: Mapping[str, str]) -> int | None:
+        """For a request let in while no slot is free: how many bytes past its head must
+        have arrived for it to claim a place (`Admission.claim`); None: it claims none."""
+        length = headers.get("content-length", "")
+        if method != "POST" or path not in self.paths or not length.isdigit():
+            return None
+        return int(length) if int(length) <= CLAIM_MAX_BYTES else None
 
     def answer(
         self, sock, path: str, headers: Mapping[str, str], arrived: float | None = None

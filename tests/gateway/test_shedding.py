@@ -102,7 +102,7 @@ def test_shedder_refuses_only_posts_to_guarded_routes_of_a_full_house():
     shedder = Shedder(admission, frozenset({"/animate", "/"}))
     assert not shedder.refuses("POST", "/animate", {})  # room left
     fill(admission)
-    assert shedder.full
+    assert admission.full
     assert shedder.refuses("POST", "/animate", {}) and shedder.refuses("POST", "/", {})
     assert not shedder.refuses("GET", "/animate", {})
     assert not shedder.refuses("POST", "/annotate-not-guarded", {})
@@ -125,3 +125,35 @@ def test_the_hold_is_a_setting(tmp_path):
     assert Config().refusal_hold_s == 0.04
     with pytest.raises(ConfigError, match="REFUSAL_HOLD_S"):
         Config.from_env({"REFUSAL_HOLD_S": "5"})
+
+
+def test_a_claim_holds_a_place_until_admitted_or_expired(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr("gateway.admission.time.monotonic", clock)
+    admission = Admission(slots=1, queue=2, wait_s=1, retry_after_s=2)
+    admission.active = 1  # the slot is taken: whoever comes next queues
+    admission.waiting = 1
+    assert not admission.full
+    admission.claim("a")  # let in with its whole body: the last place is on account
+    assert admission.full  # for anyone else...
+    assert not admission.full_for("a")  # ...but not for the request holding the claim
+    shedder = Shedder(admission, frozenset({"/animate"}))
+    assert shedder.refuses("POST", "/animate", {}) and not shedder.refuses(
+        "POST", "/animate", {}, "a"
+    )
+    clock.now += 0.3  # it never reached `admit` (answered from storage, say): it lapses
+    assert not admission.full
+    admission.claim("b")
+    assert admission.full
+    admission.active = 0  # a slot frees: b takes it, and its claim ends there
+    with admission.admit("b"):
+        assert admission.active == 1 and not admission.full  # one place left in the queue
+
+
+def test_only_a_whole_small_body_to_a_guarded_route_claims():
+    shedder = Shedder(Admission(1, 1, 1, 2), frozenset({"/animate"}))
+    assert shedder.claim_bytes("POST", "/animate", {"content-length": "34000"}) == 34000
+    assert shedder.claim_bytes("POST", "/animate", {"content-length": str(5 << 20)}) is None
+    assert shedder.claim_bytes("POST", "/animate", {"transfer-encoding": "chunked"}) is None
+    assert shedder.claim_bytes("POST", "/motions", {"content-length": "10"}) is None
+    assert shedder.claim_bytes("GET", "/animate", {"content-length": "10"}) is None
