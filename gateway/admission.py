@@ -7,12 +7,12 @@ under a burst instead of letting every request time out; when the slots and the 
 already full, a request is refused before its body is read (`full`), which is what makes
 a refusal cheap. Counts are per gunicorn worker process.
 
-A request whose head and whole body came in while no slot was free holds a place on
-account (`claim`) until it reaches `admit`, at most `CLAIM_S`: when a place frees, the
-first such request is let in and the others arriving meanwhile are refused at their head,
-instead of all reading their bodies and asking storage only to be refused in `admit` (a
-storm measured 2.5 % of its refusals on that slow path, each 30-90 ms and together stalling
-the hub). A body still arriving claims nothing: a slow upload never holds a place.
+A request let in while no slot was free holds a place on account (`claim`) from its head
+until it reaches `admit` or ends, at most `CLAIM_S`: when a place frees, the first request
+is let in and the others arriving meanwhile are refused at their head, instead of all
+reading their bodies and asking storage only to be refused in `admit` (a storm measured
+2.5 % of its refusals on that slow path, each 30-90 ms, together stalling the hub). A
+claim is not a slot: a body still arriving after `CLAIM_S` holds nothing.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from gateway import metrics
 from gateway.errors import Overloaded
 
 BUSY = "the service is busy; retry shortly"
-# Longer than a complete small upload takes from its head to `admit` (parse, storage
-# lookup) on a busy worker; short enough that one that never gets there hardly matters.
-CLAIM_S = 0.25
+# Longer than an upload on a fast network takes from its head to `admit` (body, parse,
+# storage lookup) on a busy worker; a slower one competes for its place there as before.
+CLAIM_S = 1.0
 
 
 class Admission:
@@ -69,8 +69,12 @@ class Admission:
         return self.active < self.slots
 
     def claim(self, key: Hashable) -> None:
-        """Hold a place for `key` until it is admitted, at most CLAIM_S."""
+        """Hold a place for `key` until it is admitted or released, at most CLAIM_S."""
         self._claims[key] = time.monotonic() + CLAIM_S
+
+    def release(self, key: Hashable) -> None:
+        """The request of `key` ended (answered from storage, refused, failed)."""
+        self._claims.pop(key, None)
 
     @contextmanager
     def admit(self, key: Hashable | None = None) -> Iterator[float]:

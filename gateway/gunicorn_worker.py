@@ -42,7 +42,7 @@ class GatewayWorker(GeventWorker):
 
     def handle(self, listener, client, addr) -> None:
         """A new connection, while no slot is free: refused from its peeked head when the
-        house is full; else, its whole body already here, it claims a place."""
+        house is full; else, if it renders, it claims a place (`Admission.claim`)."""
         if self.shedder is not None and not self.shedder.admission.slot_free:
             arrived = time.monotonic()
             head = self._peek(client, HEAD_PEEK_BYTES)
@@ -55,9 +55,8 @@ class GatewayWorker(GeventWorker):
                 finally:
                     client.close()  # the body unread: the kernel resets the connection
                 return
-            body = self.shedder.claim_bytes(*request) if request is not None else None
-            if body is not None and len(self._peek(client, end + 4 + body)) >= end + 4 + body:
-                self.shedder.admission.claim(client)
+            if request is not None and self.shedder.guards(*request[:2]):
+                self.shedder.admission.claim(client)  # released in handle_request
         super().handle(listener, client, addr)
 
     def _peek(self, client, size: int) -> bytes:
@@ -78,4 +77,8 @@ class GatewayWorker(GeventWorker):
             if self.shedder.refuses(req.method, req.path, headers, sock):
                 self.shedder.answer(sock, req.path, headers)
                 raise StopIteration  # gunicorn stops the connection here and closes it
-        return super().handle_request(listener_name, req, sock, addr)
+        try:
+            return super().handle_request(listener_name, req, sock, addr)
+        finally:
+            if self.shedder is not None:
+                self.shedder.admission.release(sock)  # admitted, or done without a slot

@@ -46,7 +46,6 @@ from gateway.services import current_services, services_of
 
 log = logging.getLogger("gateway.shedding")
 HOLD_TICK_S = 0.005
-CLAIM_MAX_BYTES = 1 << 20  # a larger body is not peeked at whole to claim a place
 LOG_EVERY_S = 10.0
 
 
@@ -177,17 +176,13 @@ class Shedder:
         """True for a request to a guarded route while the house is full (`headers` by
         lower-case name; `key`: the connection, whose own claim does not count). Not for
         one without the API key: it gets its 401 from Flask, as it would with room."""
-        if method != "POST" or path not in self.paths or not self.admission.full_for(key):
+        if not self.guards(method, path) or not self.admission.full_for(key):
             return False
         return not self.api_key or bearer_matches(headers.get("authorization", ""), self.api_key)
 
-    def claim_bytes(self, method: str, path: str, headers: Mapping[str, str]) -> int | None:
-        """For a request let in while no slot is free: how many bytes past its head must
-        have arrived for it to claim a place (`Admission.claim`); None: it claims none."""
-        length = headers.get("content-length", "")
-        if method != "POST" or path not in self.paths or not length.isdigit():
-            return None
-        return int(length) if int(length) <= CLAIM_MAX_BYTES else None
+    def guards(self, method: str, path: str) -> bool:
+        """A request to a route that renders: it may be refused, and it may claim a place."""
+        return method == "POST" and path in self.paths
 
     def answer(
         self, sock, path: str, headers: Mapping[str, str], arrived: float | None = None

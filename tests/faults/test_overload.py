@@ -95,7 +95,11 @@ def test_a_storm_of_immediate_retries_leaves_the_service_serving(stormed, tmp_pa
         time.sleep(0.2)
     log = stormed.log_text()
     assert '"refused"' in log
-    assert log.count('"status": 503') < len(refusals) / 10
+    # Nearly all refused from their head: when a place frees, the first request whose
+    # body is in claims it, and the rest are not let in to read theirs and ask storage.
+    slow = log.count('"path": "/animate", "status": 503')
+    print(f"refusals {len(refusals)}, through Flask {slow}")
+    assert slow < len(refusals) / 100, slow
 
     code = stormed.stop()
     assert code == 0

@@ -134,14 +134,14 @@ def test_a_claim_holds_a_place_until_admitted_or_expired(monkeypatch):
     admission.active = 1  # the slot is taken: whoever comes next queues
     admission.waiting = 1
     assert not admission.full
-    admission.claim("a")  # let in with its whole body: the last place is on account
+    admission.claim("a")  # let in while no slot is free: the last place is on account
     assert admission.full  # for anyone else...
     assert not admission.full_for("a")  # ...but not for the request holding the claim
     shedder = Shedder(admission, frozenset({"/animate"}))
     assert shedder.refuses("POST", "/animate", {}) and not shedder.refuses(
         "POST", "/animate", {}, "a"
     )
-    clock.now += 0.3  # it never reached `admit` (answered from storage, say): it lapses
+    clock.now += 1.1  # its body never came: the claim lapses
     assert not admission.full
     admission.claim("b")
     assert admission.full
@@ -150,10 +150,11 @@ def test_a_claim_holds_a_place_until_admitted_or_expired(monkeypatch):
         assert admission.active == 1 and not admission.full  # one place left in the queue
 
 
-def test_only_a_whole_small_body_to_a_guarded_route_claims():
-    shedder = Shedder(Admission(1, 1, 1, 2), frozenset({"/animate"}))
-    assert shedder.claim_bytes("POST", "/animate", {"content-length": "34000"}) == 34000
-    assert shedder.claim_bytes("POST", "/animate", {"content-length": str(5 << 20)}) is None
-    assert shedder.claim_bytes("POST", "/animate", {"transfer-encoding": "chunked"}) is None
-    assert shedder.claim_bytes("POST", "/motions", {"content-length": "10"}) is None
-    assert shedder.claim_bytes("GET", "/animate", {"content-length": "10"}) is None
+def test_a_claim_ends_with_its_request():
+    admission = Admission(slots=1, queue=1, wait_s=1, retry_after_s=2)
+    admission.active = 1
+    admission.claim("a")
+    assert admission.full and not admission.full_for("a")
+    admission.release("a")  # answered from storage, say: no slot taken, place given back
+    assert not admission.full
+    assert Shedder(admission, frozenset({"/animate"})).guards("POST", "/animate")
