@@ -63,6 +63,7 @@ class Config:
     max_queue: int = 0  # 0: twice max_inflight
     queue_timeout_s: float = 30.0
     retry_after_s: int = 2
+    refusal_hold_s: float = 0.04  # a full house's 503 is sent this long after the request came
     render_workers: int = 0  # 0: one per core
     model_timeout_s: float = 10.0
     storage_timeout_s: float = 10.0
@@ -82,6 +83,8 @@ class Config:
                      "storage_timeout_s", "queue_timeout_s"):  # fmt: skip
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name.upper()} must be positive")
+        if not 0 <= self.refusal_hold_s <= 1:
+            raise ConfigError("REFUSAL_HOLD_S must be between 0 and 1")
         if self.storage_min_free_bytes < 0:
             raise ConfigError("STORAGE_MIN_FREE_BYTES must not be negative")
         if self.motions_dir is not None and not self.motions_dir.is_dir():
@@ -124,6 +127,7 @@ class Config:
             max_queue=int(number("MAX_QUEUE", int, 0)),
             queue_timeout_s=number("QUEUE_TIMEOUT_S", float, d["queue_timeout_s"].default),
             retry_after_s=int(number("RETRY_AFTER_S", int, d["retry_after_s"].default)),
+            refusal_hold_s=number("REFUSAL_HOLD_S", float, d["refusal_hold_s"].default),
             render_workers=int(number("RENDER_WORKERS", int, 0)),
             model_timeout_s=number("MODEL_TIMEOUT_S", float, d["model_timeout_s"].default),
             storage_timeout_s=number("STORAGE_TIMEOUT_S", float, d["storage_timeout_s"].default),

@@ -17,7 +17,7 @@ from werkzeug.exceptions import HTTPException
 
 from animation.images import ImageRejected
 from gateway.cpu_pool import NoWorkerFree
-from gateway.errors import ApiError, ClientGone
+from gateway.errors import ApiError, ClientGone, error_document
 from gateway.services import current_services
 
 log = logging.getLogger("gateway.errors")
@@ -30,8 +30,7 @@ CUT_SHORT = frozenset({"payload_too_large", "request_timeout", "overloaded"})
 
 
 def error_response(status: int, code: str, message: str, headers: dict | None = None) -> Response:
-    body = {"error": {"code": code, "message": message, "request_id": g.get("request_id", "")}}
-    response = jsonify(body)
+    response = jsonify(error_document(code, message, g.get("request_id", "")))
     response.status_code = status
     response.headers.update(headers or {})
     return response

@@ -42,5 +42,10 @@ Overloaded = _error("Overloaded", 503, "overloaded")
 ModelTimeout = _error("ModelTimeout", 504, "model_timeout")
 
 
+def error_document(code: str, message: str, request_id: str) -> dict:
+    """The body of every error answer: `{"error": {"code", "message", "request_id"}}`."""
+    return {"error": {"code": code, "message": message, "request_id": request_id}}
+
+
 class ClientGone(Exception):
     """The client closed its connection: the work is abandoned and nothing is answered."""

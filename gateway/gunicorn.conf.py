@@ -10,7 +10,8 @@ import shutil
 import tempfile
 
 wsgi_app = "gateway.app:create_app()"
-worker_class = "gevent"
+# gunicorn's gevent worker, refusing a full house before Flask (gateway/gunicorn_worker.py).
+worker_class = "gateway.gunicorn_worker.GatewayWorker"
 bind = [os.environ.get("GUNICORN_BIND", "127.0.0.1:5000")]
 # One worker per pod is enough with gevent; its render pool takes the cores (RENDER_WORKERS).
 workers = int(os.environ.get("GUNICORN_WORKERS", os.environ.get("WEB_CONCURRENCY", "1")))
@@ -21,8 +22,11 @@ timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
 # SIGTERM: stop accepting, let in-flight requests finish (two model calls and a render fit).
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
-# Recycle workers now and then (slow leaks in native libraries), not all at once.
-max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "2000"))
+# Off by default: a recycled worker stops accepting while its requests drain (up to
+# graceful_timeout) and its successor boots, and with one worker per pod nothing answers
+# meanwhile, /health included (measured: 19 s, docs/BENCHMARKS.md, section overload). The
+# native work (decoding, rendering) runs in the render processes, not here.
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "0"))
 max_requests_jitter = max_requests // 10
 # The request log is the gateway's own JSON line; gunicorn's own messages (boot, worker
 # exits, timeouts) go to stderr as JSON too, so one parser reads the whole stream.

@@ -1,12 +1,20 @@
-"""Load test: concurrent latency, throughput and CPU efficiency of a running gateway.
+"""Load test: throughput, latency, refusals and liveness of a running gateway, up to and
+past its admission limit, with clients that storm or back off.
 
-    python -m gateway.loadtest --url http://127.0.0.1:5000 --image drawing.png \
-        --concurrency 1,2,4,8 --duration 30 --json out.json --plot out.png
+    python -m gateway.loadtest --url http://127.0.0.1:5000 --image drawing.jpg \
+        --concurrency 1,4,12,24,48 --duration 20 [--backoff] [--limit 12] \
+        --json out.json --plot out.png [--plot-with other-run.json]
 
-For each concurrency level, that many client threads POST drawings to `/animate` back to
-back for `--duration` seconds while one more thread pings `/health` every 100 ms. Each
-level reports requests, errors by status, throughput, latency percentiles and the `/health`
-p99 (the liveness probe must stay fast while every core renders).
+For each concurrency level, that many clients POST drawings to `/animate` back to back for
+`--duration` seconds (gateway/load_clients.py: one event loop, a new connection per
+attempt) while another process GETs `/health` every 100 ms, as a liveness probe would.
+After a 503 a client retries at once (a storm: impatient apps, the default) or, with
+`--backoff`, honours `Retry-After` as the README asks of clients. Each level reports good
+answers (200) per second and their latency, 503s (how many, how fast they came back, and
+whether each carried Retry-After), the /health p99, and the CPU the service, the load test
+and everything else used. With `--limit` (the admission limit: MAX_INFLIGHT + MAX_QUEUE per
+gunicorn worker, 12 for `make run` on 2 cores) it also checks the levels past it against
+issue 14's bounds and says which hold.
 
 The gateway answers a repeated drawing from storage (keys are the image's content hash and
 the options), so each request carries a unique file: a counter in a PNG tEXt chunk or a
@@ -19,7 +27,8 @@ listening on the gateway and TorchServe ports, and their children, or `--pids` /
 `cores / CPU-seconds per request`, with the cost per request measured at saturation (the
 level with the best throughput), and the efficiency is that throughput over the limit: the
 share of the cores the service kept busy serving requests. Other work on the machine takes
-cores away from it, so the table also prints how many cores everything else used.
+cores away from it, so the table also prints how many cores everything else used, the load
+test's own share among them.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import io
+import itertools
 import json
 import os
 import re
@@ -40,14 +50,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import numpy as np
 import psutil
-import requests
 from PIL import Image
 
-HEALTH_INTERVAL_S = 0.1
+from gateway.load_clients import Answer, Backoff, Crowd, HealthPinger, Storm, Target
+
 REQUEST_TIMEOUT_S = 120.0
 TORCHSERVE_PORTS = (8080, 8081)
 
@@ -112,21 +122,33 @@ class Level:
     """What one concurrency level measured."""
 
     concurrency: int
-    latencies_s: list[float] = field(default_factory=list)  # successful requests
-    failed_latencies_s: list[float] = field(default_factory=list)
-    statuses: Counter = field(default_factory=Counter)
+    clients: str = "storm"  # the retry policy's name
+    answers: list[Answer] = field(default_factory=list)
     health_ms: list[float] = field(default_factory=list)
     elapsed_s: float = 0.0
     cpu_s: float | None = None  # the service's processes
     machine_cpu_s: float = 0.0  # every process on the machine, the load test's included
+    loadtest_cpu_s: float = 0.0  # the clients and the pinger
+
+    @property
+    def statuses(self) -> Counter:
+        return Counter(a.status for a in self.answers)
+
+    @property
+    def good(self) -> list[Answer]:
+        return [a for a in self.answers if a.status == "200"]
+
+    @property
+    def refusals(self) -> list[Answer]:
+        return [a for a in self.answers if a.status == "503"]
 
     @property
     def successes(self) -> int:
-        return len(self.latencies_s)
+        return len(self.good)
 
     @property
     def requests(self) -> int:
-        return sum(self.statuses.values())
+        return len(self.answers)
 
     @property
     def throughput_rps(self) -> float:
@@ -139,16 +161,37 @@ class Level:
         return self.cpu_s / self.successes
 
     def summary(self) -> dict:
-        # Latency of what the client wanted: successful renders; failures only if none.
-        sample = self.latencies_s or self.failed_latencies_s
-        p50, p95, p99 = percentiles(sample, (50, 95, 99))
+        p50, p95, p99 = percentiles([a.seconds for a in self.good], (50, 95, 99))
+        refusals = self.refusals
+        refusal_ms = [1000 * a.seconds for a in refusals]
+        r50, r99 = percentiles(refusal_ms, (50, 99))
+        h50, h99 = percentiles(self.health_ms, (50, 99))
+        elapsed = self.elapsed_s or float("inf")
         return {
             "concurrency": self.concurrency,
+            "clients": self.clients,
             "requests": self.requests,
+            "good": self.successes,
             "errors": {k: v for k, v in sorted(self.statuses.items()) if k != "200"},
             "throughput_rps": round(self.throughput_rps, 4),
             "latency_s": {"p50": _round(p50), "p95": _round(p95), "p99": _round(p99)},
-            "health_p99_ms": _round(percentiles(self.health_ms, (99,))[0], 2),
+            "refused": len(refusals),
+            "refused_per_s": round(len(refusals) / elapsed, 2),
+            "refused_share": round(len(refusals) / self.requests, 4) if self.requests else 0.0,
+            "refusal_ms": {
+                "p50": _round(r50, 2),
+                "p99": _round(r99, 2),
+                "max": _round(max(refusal_ms, default=None), 2),
+            },  # fmt: skip
+            "refusals_without_retry_after": sum(a.retry_after_s is None for a in refusals),
+            "health_ms": {
+                "p50": _round(h50, 2),
+                "p99": _round(h99, 2),
+                "max": _round(max(self.health_ms, default=None), 2),
+            },  # fmt: skip
+            "cpu_s_per_request": _round(self.cpu_s_per_request),
+            "others_cores": _round(others_cores(self), 3),
+            "loadtest_cores": round(self.loadtest_cpu_s / elapsed, 3),
         }
 
 
@@ -271,80 +314,42 @@ class LoadTest:
         cpu: ServiceCPU | None,
         motions: str | None = None,
         api_key: str | None = None,
+        policy: Storm | Backoff | None = None,
     ) -> None:
-        self.base = url.rstrip("/")
+        self.target = Target.from_url(url)
         self.drawings = drawings
         self.cpu = cpu
-        self.params = {"motions": motions} if motions else {}
+        self.path = "/animate" + (f"?{urlencode({'motions': motions})}" if motions else "")
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.policy = policy or Storm()
+        self.crowd = Crowd(self.target, self.make_request, self.policy, REQUEST_TIMEOUT_S)
 
-    def post(self, session: requests.Session) -> tuple[str, float]:
+    def make_request(self) -> bytes:
         body, media_type = self.drawings.next()
-        start = time.perf_counter()
-        try:
-            reply = session.post(
-                f"{self.base}/animate",
-                data=body,
-                params=self.params,
-                headers={**self.headers, "Content-Type": media_type},
-                timeout=REQUEST_TIMEOUT_S,
-            )
-            reply.content  # noqa: B018 - read the whole body before stopping the clock
-            status = str(reply.status_code)
-        except requests.Timeout:
-            status = "timeout"
-        except requests.RequestException:
-            status = "connection_error"
-        return status, time.perf_counter() - start
+        headers = {**self.headers, "Content-Type": media_type}
+        return self.target.request("POST", self.path, body, headers)
 
     def run_level(self, concurrency: int, duration_s: float) -> Level:
-        level = Level(concurrency)
-        lock = threading.Lock()
-        stop = threading.Event()
-
-        def client() -> None:
-            with requests.Session() as session:
-                while time.perf_counter() < deadline:
-                    status, latency = self.post(session)
-                    with lock:
-                        level.statuses[status] += 1
-                        ok = status == "200"
-                        (level.latencies_s if ok else level.failed_latencies_s).append(latency)
-
-        def pinger() -> None:
-            with requests.Session() as session:
-                while not stop.is_set():
-                    start = time.perf_counter()
-                    try:
-                        session.get(f"{self.base}/health", timeout=10).content  # noqa: B018
-                        level.health_ms.append(1000 * (time.perf_counter() - start))
-                    except requests.RequestException:
-                        level.health_ms.append(10_000.0)
-                    stop.wait(max(0.0, HEALTH_INTERVAL_S - (time.perf_counter() - start)))
-
+        level = Level(concurrency, self.policy.name)
         meter = self.cpu.meter() if self.cpu else None
-        machine_before = machine_busy_s()
-        start = time.perf_counter()
-        deadline = start + duration_s
-        threads = [threading.Thread(target=client, daemon=True) for _ in range(concurrency)]
-        health = threading.Thread(target=pinger, daemon=True)
-        for t in [health, *threads]:
-            t.start()
-        for t in threads:
-            t.join()
-        # Requests started before the deadline finish; the level lasts until the last one.
-        level.elapsed_s = time.perf_counter() - start
-        level.machine_cpu_s = machine_busy_s() - machine_before
-        if meter:
-            level.cpu_s = meter.stop()
-        stop.set()
-        health.join()
+        machine_before, own_before = machine_busy_s(), time.process_time()
+        with HealthPinger(self.target) as pinger:
+            start = time.perf_counter()
+            level.answers = self.crowd.run(concurrency, duration_s)
+            # Attempts started before the end finish; the level lasts until the last one.
+            level.elapsed_s = time.perf_counter() - start
+            level.machine_cpu_s = machine_busy_s() - machine_before
+            if meter:
+                level.cpu_s = meter.stop()
+            level.loadtest_cpu_s = time.process_time() - own_before
+        level.health_ms = pinger.latencies_ms
+        level.loadtest_cpu_s += pinger.cpu_s
         return level
 
     def warm_up(self, count: int) -> None:
-        with requests.Session() as session:
-            for _ in range(count):
-                self.post(session)
+        """`count` requests one after another, not measured (start-up costs, caches)."""
+        if count:
+            self.crowd.run(1, 0.0, attempts_per_client=count)
 
 
 def machine_busy_s() -> float:
@@ -360,20 +365,65 @@ def saturation(levels: Sequence[Level]) -> Level | None:
     return max(levels, key=lambda lv: lv.throughput_rps, default=None)
 
 
-def report(levels: Sequence[Level], cores: float) -> dict:
-    """The JSON document: per-level figures, the machine's limit and the efficiency.
+def report(levels: Sequence[Level], cores: float, limit: int | None = None) -> dict:
+    """The JSON document: per-level figures, the machine's limit and the efficiency, and,
+    given the admission limit, the checks of the levels past it.
 
     The limit uses the CPU cost per request measured at saturation itself, so the
     efficiency is the share of the cores the service kept busy with requests there.
     """
     best = saturation(levels)
     cost = best.cpu_s_per_request if best else None
-    limit = cores / cost if cost else None
-    return {
-        "levels": [lv.summary() for lv in levels],
-        "cpu_limit_rps": _round(limit),
-        "efficiency": _round(best.throughput_rps / limit) if limit else None,
+    cpu_limit = cores / cost if cost else None
+    rows = [lv.summary() for lv in levels]
+    result = {
+        "clients": levels[0].clients if levels else None,
+        "levels": rows,
+        "cpu_limit_rps": _round(cpu_limit),
+        "efficiency": _round(best.throughput_rps / cpu_limit) if cpu_limit else None,
     }
+    if limit:
+        result["admission_limit"] = limit
+        result["checks"] = overload_checks(rows, limit)
+    return result
+
+
+# Issue 14's bounds for the levels past the admission limit.
+GOOD_SHARE_OF_BEST = 0.9  # good answers/s, against the best level
+P99_OVER_LIMIT_LEVEL = 1.3  # p99 of good answers, against the level at the limit
+HEALTH_P99_MS = 50.0
+REFUSAL_P99_MS = 50.0
+
+
+def overload_checks(rows: Sequence[dict], limit: int) -> list[dict]:
+    """Each bound of issue 14 at each level past `limit` clients: value, bound, held or not."""
+    best = max((r["throughput_rps"] for r in rows), default=0.0)
+    at_limit = next((r for r in rows if r["concurrency"] == limit), None)
+    checks = []
+
+    def check(row: dict, name: str, value: float | None, bound: float | None, ok: bool) -> None:
+        checks.append({"concurrency": row["concurrency"], "check": name, "value": value,
+                       "bound": bound, "ok": ok})  # fmt: skip
+
+    for row in rows:
+        if row["concurrency"] <= limit:
+            continue
+        good = row["throughput_rps"]
+        check(row, "good answers/s", good, round(GOOD_SHARE_OF_BEST * best, 4),
+              good >= GOOD_SHARE_OF_BEST * best)  # fmt: skip
+        p99, ref = row["latency_s"]["p99"], at_limit and at_limit["latency_s"]["p99"]
+        bound = round(P99_OVER_LIMIT_LEVEL * ref, 4) if ref else None
+        check(row, "p99 of good answers, s", p99, bound, None not in (p99, bound) and p99 <= bound)
+        health = row["health_ms"]["p99"]
+        check(row, "/health p99, ms", health, HEALTH_P99_MS,
+              health is not None and health <= HEALTH_P99_MS)  # fmt: skip
+        refusal = row["refusal_ms"]["p99"]
+        check(row, "refusal p99, ms", refusal, REFUSAL_P99_MS,
+              refusal is None or refusal <= REFUSAL_P99_MS)  # fmt: skip
+        wrong = sum(n for status, n in row["errors"].items() if status != "503")
+        wrong += row["refusals_without_retry_after"]
+        check(row, "answers neither 200 nor 503 with Retry-After", wrong, 0, wrong == 0)
+    return checks
 
 
 def others_cores(level: Level) -> float | None:
@@ -383,73 +433,93 @@ def others_cores(level: Level) -> float | None:
     return (level.machine_cpu_s - level.cpu_s) / level.elapsed_s
 
 
-def print_table(levels: Sequence[Level], result: dict, cores: float, out=sys.stdout) -> None:
+def print_table(result: dict, cores: float, out=sys.stdout) -> None:
     print(
-        f"{'conc':>4} {'reqs':>5} {'errors':>14} {'rps':>7} {'p50 s':>7} {'p95 s':>7} "
-        f"{'p99 s':>7} {'health p99 ms':>13} {'cpu s/req':>9} {'others cores':>12}",
+        f"{'clients':>7} {'reqs':>6} {'good/s':>7} {'p50 s':>7} {'p99 s':>7} {'503/s':>7} "
+        f"{'503 %':>6} {'refusal p99 ms':>14} {'health p99 ms':>13} {'other errors':>12} "
+        f"{'CPU-s/good':>10} {'load test cores':>15} {'other cores':>11}",
         file=out,
     )
-    for lv, row in zip(levels, result["levels"], strict=True):
+    for row in result["levels"]:
         lat = row["latency_s"]
-        errors = ",".join(f"{k}:{v}" for k, v in row["errors"].items()) or "0"
-        cost = lv.cpu_s_per_request
-        others = others_cores(lv)
+        other = ",".join(f"{k}:{v}" for k, v in row["errors"].items() if k != "503") or "0"
         print(
-            f"{lv.concurrency:>4} {row['requests']:>5} {errors:>14} {row['throughput_rps']:>7.3f} "
-            f"{_fmt(lat['p50'])} {_fmt(lat['p95'])} {_fmt(lat['p99'])} "
-            f"{_fmt(row['health_p99_ms'], 13, 1)} {_fmt(cost, 9)} {_fmt(others, 12, 2)}",
+            f"{row['concurrency']:>7} {row['requests']:>6} {row['throughput_rps']:>7.3f} "
+            f"{_fmt(lat['p50'])} {_fmt(lat['p99'])} {row['refused_per_s']:>7.1f} "
+            f"{100 * row['refused_share']:>6.1f} {_fmt(row['refusal_ms']['p99'], 14, 1)} "
+            f"{_fmt(row['health_ms']['p99'], 13, 1)} {other:>12} "
+            f"{_fmt(row['cpu_s_per_request'], 10)} {row['loadtest_cores']:>15.2f} "
+            f"{_fmt(row['others_cores'], 11, 2)}",
             file=out,
         )
     if result["cpu_limit_rps"]:
+        best = max(result["levels"], key=lambda r: r["throughput_rps"])
         print(
             f"machine limit: {cores:g} cores / {cores / result['cpu_limit_rps']:.3f} CPU-s per "
-            f"request at saturation (concurrency {saturation(levels).concurrency}) = "
+            f"request at saturation (concurrency {best['concurrency']}) = "
             f"{result['cpu_limit_rps']:.3f} rps; efficiency {result['efficiency']:.3f}",
             file=out,
         )
     else:
         print("efficiency: no service process found on this machine (see --pids)", file=out)
+    for c in result.get("checks", []):
+        print(
+            f"{'ok  ' if c['ok'] else 'FAIL'} {c['concurrency']:>3} clients: {c['check']} = "
+            f"{c['value']} (bound {c['bound']})",
+            file=out,
+        )
 
 
 def _fmt(value: float | None, width: int = 7, digits: int = 3) -> str:
     return f"{'-':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
 
 
-def plot(result: dict, path: Path, others_cores: Sequence[float | None] = ()) -> None:
-    """Latency percentiles and throughput against concurrency; with `others_cores`, bars of
-    the cores other work on the machine took at each level (what the service did not get)."""
+def plot(results: Sequence[dict], path: Path) -> None:
+    """Good answers/s, latency of good answers, 503s/s, and /health and refusal p99 against
+    clients, one line per run (e.g. a storm and a backoff run), the admission limit marked."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = result["levels"]
-    conc = [r["concurrency"] for r in rows]
-    fig, (lat_ax, rps_ax) = plt.subplots(1, 2, figsize=(10, 4))
-    for q, style in (("p50", "o-"), ("p95", "s--"), ("p99", "^:")):
-        lat_ax.plot(conc, [r["latency_s"][q] for r in rows], style, label=q)
-    lat_ax.set(xlabel="concurrent clients", ylabel="latency (s)", title="POST /animate latency")
-    health = ", ".join(f"{r['health_p99_ms']}" for r in rows)
-    lat_ax.text(0.02, 0.97, f"/health p99 (ms): {health}", transform=lat_ax.transAxes, va="top")
-    rps_ax.plot(conc, [r["throughput_rps"] for r in rows], "o-", label="measured")
-    if result["cpu_limit_rps"]:
-        rps_ax.axhline(result["cpu_limit_rps"], color="grey", ls="--", label="CPU limit")
-    rps_ax.set(xlabel="concurrent clients", ylabel="requests / s", title="throughput")
-    top = max([r["throughput_rps"] for r in rows] + [result["cpu_limit_rps"] or 0.0])
-    rps_ax.set_ylim(0, 1.3 * top or 1.0)  # headroom for the legends
-    if any(v is not None for v in others_cores):
-        cores_ax = rps_ax.twinx()
-        widths = [0.25 * c for c in conc]  # even on the log axis
-        heights = [v or 0.0 for v in others_cores]
-        cores_ax.bar(conc, heights, width=widths, color="grey", alpha=0.25, label="other work")
-        cores_ax.set_ylabel("cores used by other work")
-        cores_ax.set_ylim(0, max(2.0, *heights))
-        cores_ax.legend(loc="upper left")
-    for ax in (lat_ax, rps_ax):
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    (good_ax, lat_ax), (refused_ax, ms_ax) = axes
+    colours = itertools.cycle(("tab:red", "tab:blue", "tab:green", "tab:purple"))
+    for result, colour in zip(results, colours, strict=False):  # colours never run out
+        rows, name = result["levels"], result.get("label") or result.get("clients") or "run"
+        conc = [r["concurrency"] for r in rows]
+        good_ax.plot(conc, [r["throughput_rps"] for r in rows], "o-", color=colour, label=name)
+        lat_ax.plot(conc, [r["latency_s"]["p50"] for r in rows], "o-", color=colour,
+                    label=f"{name} p50")  # fmt: skip
+        lat_ax.plot(conc, [r["latency_s"]["p99"] for r in rows], "^:", color=colour,
+                    label=f"{name} p99")  # fmt: skip
+        refused_ax.plot(conc, [r["refused_per_s"] for r in rows], "o-", color=colour, label=name)
+        ms_ax.plot(conc, [r["health_ms"]["p99"] for r in rows], "o-", color=colour,
+                   label=f"{name}: /health p99")  # fmt: skip
+        ms_ax.plot(conc, [r["refusal_ms"]["p99"] for r in rows], "s--", color=colour,
+                   label=f"{name}: 503 p99")  # fmt: skip
+    ms_ax.axhline(HEALTH_P99_MS, color="grey", ls="--", lw=1, label="50 ms")
+    good_ax.set(ylabel="good answers / s (200)", title="throughput of good answers")
+    lat_ax.set(ylabel="seconds", title="latency of good answers")
+    refused_ax.set(ylabel="503 overloaded / s", title="refusals")
+    ms_ax.set(ylabel="ms (log scale)", title="/health and refusal latency, p99")
+    limit = next((r.get("admission_limit") for r in results if r.get("admission_limit")), None)
+    every = sorted({r["concurrency"] for result in results for r in result["levels"]})
+    for ax in axes.flat:
         ax.set_xscale("log", base=2)
-        ax.set_xticks(conc, [str(c) for c in conc])
+        ax.set_xticks(every, [str(c) for c in every])
+        ax.set_xlabel("concurrent clients")
+        if ax is ms_ax:  # from a few ms to seconds: a log scale keeps 50 ms readable
+            ax.set_yscale("log")
+            ax.set_ylim(bottom=1)
+        else:
+            ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-        ax.legend(loc="lower right")
+        if limit:
+            ax.axvline(limit, color="black", lw=0.8, alpha=0.5)
+        ax.legend(loc="best", fontsize=8)
+    if limit:
+        good_ax.text(limit, 0, " admission limit", rotation=90, va="bottom", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -461,10 +531,29 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--url", required=True, help="the gateway's base URL")
     p.add_argument("--image", action="append", required=True, type=Path, help="a drawing (repeat)")
-    p.add_argument("--concurrency", default="1,2,4,8,16", help="comma-separated client counts")
-    p.add_argument("--duration", type=float, default=30.0, help="seconds per level")
+    p.add_argument("--concurrency", default="1,4,12,24,48", help="comma-separated client counts")
+    p.add_argument("--duration", type=float, default=20.0, help="seconds per level")
+    p.add_argument(
+        "--backoff",
+        action="store_true",
+        help="clients honour Retry-After (default: a storm, retrying at once)",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        help="the admission limit (MAX_INFLIGHT + MAX_QUEUE, times gunicorn workers):"
+        " check the levels past it against issue 14's bounds",
+    )
     p.add_argument("--json", type=Path, help="write the results here")
-    p.add_argument("--plot", type=Path, help="draw latency and throughput here (PNG)")
+    p.add_argument("--plot", type=Path, help="draw the results here (PNG)")
+    p.add_argument(
+        "--plot-with",
+        type=Path,
+        action="append",
+        default=[],
+        help="another run's --json, drawn beside this one (repeat)",
+    )
+    p.add_argument("--label", help="this run's name in the plot (default: storm or backoff)")
     p.add_argument("--motions", help="the motions option sent with each request")
     p.add_argument("--api-key", default=os.environ.get("API_KEY"), help="bearer token")
     p.add_argument("--warmup", type=int, default=2, help="requests sent before measuring")
@@ -505,20 +594,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not cpu.processes():
         cpu = None
     cores = args.cores or float(len(os.sched_getaffinity(0)))
-    test = LoadTest(
-        args.url, VariedDrawings(args.image, args.vary), cpu, args.motions, args.api_key
-    )
+    policy = Backoff() if args.backoff else Storm()
+    drawings = VariedDrawings(args.image, args.vary)
+    test = LoadTest(args.url, drawings, cpu, args.motions, args.api_key, policy)
     test.warm_up(args.warmup)
     levels = []
     for concurrency in args.levels:
         levels.append(test.run_level(concurrency, args.duration))
         print(f"concurrency {concurrency}: {levels[-1].requests} requests", file=sys.stderr)
-    result = report(levels, cores)
-    print_table(levels, result, cores)
+    result = report(levels, cores, args.limit)
+    if args.label:
+        result["label"] = args.label
+    print_table(result, cores)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     if args.plot:
-        plot(result, args.plot, [others_cores(lv) for lv in levels])
+        others = [json.loads(path.read_text()) for path in args.plot_with]
+        plot([result, *others], args.plot)
     return 0
 
 

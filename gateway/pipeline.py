@@ -124,7 +124,7 @@ class AnimationPipeline:
         if not missing:
             metrics.CACHE_HITS.inc()
         else:
-            with self.admission.admit() as waited_s:
+            with self.admission.admit(client) as waited_s:
                 timer.add("queue", waited_s)
                 files, figure = self._render(job, missing, segmenter, timer, client)
                 warnings = figure.mask.warnings

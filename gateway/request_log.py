@@ -17,11 +17,15 @@ access_log = logging.getLogger("gateway.access")
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
+def request_id(given: str) -> str:
+    """The client's X-Request-ID when it is a sane one, else a new id."""
+    return given if REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+
+
 def register_request_hooks(app: Flask) -> None:
     @app.before_request
     def start_request() -> None:
-        given = request.headers.get("X-Request-ID", "")
-        g.request_id = given if REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+        g.request_id = request_id(request.headers.get("X-Request-ID", ""))
         g.timer = StageTimer()
         g.started = time.perf_counter()
 

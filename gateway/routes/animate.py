@@ -8,18 +8,19 @@ storage asked (an answer from storage takes no slot); only then a render slot.
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 from typing import TypeVar
 
 from flask import Blueprint, Response, g, jsonify, request
 
 from animation.images import read_header
+from gateway.api_key import bearer_matches
 from gateway.body import body_limit, read_body
 from gateway.errors import Unauthorized
 from gateway.figure_stage import FIGURE_WARNINGS_HEADER
 from gateway.parsing import Upload, parse_animate_request, read_upload
 from gateway.services import current_services
+from gateway.shedding import refuse_when_full
 
 bp = Blueprint("animate", __name__)
 T = TypeVar("T")
@@ -30,21 +31,15 @@ def require_api_key() -> None:
     key = current_services().config.api_key
     if not key:
         return
-    given = request.headers.get("Authorization", "")
-    scheme, _, token = given.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), key.encode()):
+    if not bearer_matches(request.headers.get("Authorization", ""), key):
         raise Unauthorized(
             "this route needs 'Authorization: Bearer <API key>'",
             headers={"WWW-Authenticate": 'Bearer realm="animate"'},
         )
 
 
-@bp.before_request
-def refuse_when_full() -> None:
-    """Nothing could start rendering soon: refuse now, at the cost of the headers alone."""
-    admission = current_services().admission
-    if admission.full:
-        raise admission.refusal()
+# After the key: a full house is refused before the body is read (gateway/shedding.py).
+bp.before_request(refuse_when_full)
 
 
 def receive(parse: Callable[[Upload, dict], T]) -> T:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from flask import Blueprint, Response, g, jsonify, request
 
 from gateway.parsing import parse_annotate_request
-from gateway.routes.animate import receive, refuse_when_full, require_api_key
+from gateway.routes.animate import receive, require_api_key
 from gateway.services import current_services
+from gateway.shedding import refuse_when_full
 
 bp = Blueprint("annotate", __name__)
 bp.before_request(require_api_key)

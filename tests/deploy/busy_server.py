@@ -1,10 +1,11 @@
 """A stand-in service for testing the load-test CLI: real HTTP on loopback, known costs.
 
-    python -m tests.deploy.busy_server CPU_MS
+    python -m tests.deploy.busy_server CPU_MS [RETRY_AFTER_S]
 
 Each POST /animate burns CPU_MS of CPU, then answers 200, except every request whose
-number is not a multiple of 3, which is refused at once with 503. GET /health answers at
-once; GET /stats returns what was received. Prints its port on the first line of stdout.
+number is not a multiple of 3, which is refused at once with 503 and `Retry-After:
+RETRY_AFTER_S` (default 1). GET /health answers at once; GET /stats returns what was
+received. Prints its port on the first line of stdout.
 """
 
 import hashlib
@@ -22,6 +23,7 @@ class Handler(JSONHandler):
     refused = 0
     lock = threading.Lock()
     cpu_s = 0.0
+    retry_after_s = "1"
 
     def do_GET(self) -> None:
         if self.path == "/stats":
@@ -42,7 +44,9 @@ class Handler(JSONHandler):
             refuse = number % 3 != 0
             cls.refused += refuse
         if refuse:
-            self.reply_json(503, {"error": {"code": "overloaded"}})
+            self.reply_json(
+                503, {"error": {"code": "overloaded"}}, {"Retry-After": cls.retry_after_s}
+            )
             return
         end = time.thread_time() + cls.cpu_s
         while time.thread_time() < end:
@@ -52,6 +56,8 @@ class Handler(JSONHandler):
 
 if __name__ == "__main__":
     Handler.cpu_s = float(sys.argv[1]) / 1000
+    if len(sys.argv) > 2:
+        Handler.retry_after_s = sys.argv[2]
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     print(server.server_address[1], flush=True)
     server.serve_forever()

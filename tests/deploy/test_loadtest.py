@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ import requests
 from PIL import Image
 
 from gateway import loadtest
+from gateway.load_clients import Answer, Backoff, Storm, answer_length
 
 CPU_MS = 30
 
@@ -42,6 +44,13 @@ def stats(url: str) -> dict:
     return requests.get(f"{url}/stats", timeout=5).json()
 
 
+LEVEL_KEYS = {
+    "concurrency", "clients", "requests", "good", "errors", "throughput_rps", "latency_s",
+    "refused", "refused_per_s", "refused_share", "refusal_ms", "refusals_without_retry_after",
+    "health_ms", "cpu_s_per_request", "others_cores", "loadtest_cores",
+}  # fmt: skip
+
+
 def test_json_counts_every_request_and_status(busy_server, drawing, tmp_path):
     proc, url = busy_server
     before = stats(url)
@@ -54,30 +63,36 @@ def test_json_counts_every_request_and_status(busy_server, drawing, tmp_path):
     after = stats(url)
     result = json.loads(out.read_text())
 
-    assert set(result) == {"levels", "cpu_limit_rps", "efficiency"}
+    assert set(result) == {"clients", "levels", "cpu_limit_rps", "efficiency"}
+    assert result["clients"] == "storm"
     assert [lv["concurrency"] for lv in result["levels"]] == [1, 3]
     for level in result["levels"]:
-        assert set(level) == {
-            "concurrency", "requests", "errors", "throughput_rps", "latency_s", "health_p99_ms",
-        }  # fmt: skip
+        assert set(level) == LEVEL_KEYS
         assert set(level["latency_s"]) == {"p50", "p95", "p99"}
         assert set(level["errors"]) <= {"503"}
         ok = level["requests"] - sum(level["errors"].values())
+        assert ok == level["good"] and level["refused"] == level["errors"].get("503", 0)
         # Throughput counts successes over a span of at least the duration.
         assert 0 < level["throughput_rps"] <= ok / 1.5
         assert level["throughput_rps"] >= ok / (1.5 + 1.0)
-        # Two thirds are refused at once: the percentiles are over successes only.
+        # Two thirds are refused at once (and retried at once: a storm): the latency
+        # percentiles are over successes only, the refusals' apart.
         lat = level["latency_s"]
         assert CPU_MS / 1000 <= lat["p50"] <= lat["p95"] <= lat["p99"]
-        assert 0 < level["health_p99_ms"] < 1000
+        assert level["refused_share"] == pytest.approx(2 / 3, abs=0.05)
+        assert level["refusal_ms"]["p50"] < 1000 * lat["p50"]  # refusals burn no CPU_MS
+        assert level["refusals_without_retry_after"] == 0
+        assert 0 < level["health_ms"]["p99"] < 1000
+        assert 0 < level["loadtest_cores"] < 1.5
 
     sent = sum(lv["requests"] for lv in result["levels"])
     assert sent == after["posts"] - before["posts"]
-    assert sum(lv["errors"].get("503", 0) for lv in result["levels"]) == (
-        after["refused"] - before["refused"]
-    )
-    # Every request was a different drawing (the gateway's cache keys on content).
-    assert after["unique"] - before["unique"] == sent
+    assert sum(lv["refused"] for lv in result["levels"]) == after["refused"] - before["refused"]
+    # Every drawing answered 200 was a new one (the gateway's cache keys on content); a
+    # refused one is sent again as it was, as an app retries the same upload.
+    good = sum(lv["good"] for lv in result["levels"])
+    clients = sum(lv["concurrency"] for lv in result["levels"])
+    assert good <= after["unique"] - before["unique"] <= good + clients
 
     # CPU per request is measured from the server's process: CPU_MS plus HTTP overhead,
     # spread over the successes only (refusals cost next to nothing).
@@ -87,6 +102,82 @@ def test_json_counts_every_request_and_status(busy_server, drawing, tmp_path):
     best = max(lv["throughput_rps"] for lv in result["levels"])
     assert result["efficiency"] == pytest.approx(best / result["cpu_limit_rps"], rel=1e-3)
     assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_backoff_clients_wait_for_retry_after_and_a_storm_does_not(busy_server, drawing, tmp_path):
+    _, url = busy_server
+    counts = {}
+    for mode in ("storm", "backoff"):
+        out = tmp_path / f"{mode}.json"
+        argv = ["--url", url, "--image", str(drawing), "--concurrency", "3", "--duration", "2",
+                "--warmup", "0", "--json", str(out), "--limit", "1"]  # fmt: skip
+        assert loadtest.main([*argv, "--backoff"] if mode == "backoff" else argv) == 0
+        result = json.loads(out.read_text())
+        assert result["clients"] == mode
+        counts[mode] = result["levels"][0]["requests"]
+        # Past the limit of 1, the checks are made (this stand-in refuses 2 in 3 at best).
+        assert {c["check"] for c in result["checks"]} >= {"good answers/s", "/health p99, ms"}
+    # Retry-After is 1 s: in 2 s a backing-off client is refused at most twice, and between
+    # refusals it may get a 200 or two (each 30 ms) at the server's 1-in-3.
+    assert counts["backoff"] <= 3 * 6
+    assert counts["storm"] > 10 * counts["backoff"]
+    png = tmp_path / "both.png"
+    argv = [
+        "--url",
+        url,
+        "--image",
+        str(drawing),
+        "--concurrency",
+        "1",
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0",
+        "--plot",
+        str(png),
+        "--plot-with",
+        str(tmp_path / "backoff.json"),
+    ]
+    assert loadtest.main(argv) == 0 and png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_backoff_policy():
+    policy = Backoff(random.Random(1))
+
+    def answer(status, retry_after=None):
+        return Answer(status, 0.01, retry_after, 1.0)
+
+    assert policy.delay_s(answer("200"), 0) == 0
+    for _ in range(50):
+        assert 2.0 <= policy.delay_s(answer("503", 2.0), 1) <= 3.0  # Retry-After, +0-50 %
+        assert 0 <= policy.delay_s(answer("504"), 1) <= 1.0  # no Retry-After: 1 s, 2 s, ...
+        assert 0 <= policy.delay_s(answer("connection_error"), 3) <= 4.0
+        assert 0 <= policy.delay_s(answer("503"), 12) <= 30.0  # at most 30 s
+    assert Storm().delay_s(answer("503", 2.0), 5) == 0
+
+
+def row(concurrency, good, p99, health=10.0, refusal=5.0, errors=None, missing=0):
+    return {"concurrency": concurrency, "throughput_rps": good, "latency_s": {"p99": p99},
+            "health_ms": {"p99": health}, "refusal_ms": {"p99": refusal},
+            "errors": errors or {}, "refusals_without_retry_after": missing}  # fmt: skip
+
+
+def test_overload_checks_hold_each_level_past_the_limit_to_the_bounds():
+    rows = [row(4, 5.0, 1.0), row(12, 5.0, 2.0), row(24, 4.6, 2.5),
+            row(48, 4.4, 2.7, health=60.0, refusal=80.0, errors={"503": 9, "timeout": 1},
+                missing=2)]  # fmt: skip
+    checks = loadtest.overload_checks(rows, limit=12)
+    assert {c["concurrency"] for c in checks} == {24, 48}
+    failed = {(c["concurrency"], c["check"]) for c in checks if not c["ok"]}
+    assert failed == {
+        (48, "good answers/s"),  # 4.4 < 0.9 x 5.0
+        (48, "p99 of good answers, s"),  # 2.7 > 1.3 x 2.0
+        (48, "/health p99, ms"),
+        (48, "refusal p99, ms"),
+        (48, "answers neither 200 nor 503 with Retry-After"),  # a timeout, 2 without it
+    }
+    wrong = next(c for c in checks if c["concurrency"] == 48 and c["check"].startswith("answers"))
+    assert wrong["value"] == 3
 
 
 def test_no_vary_sends_the_same_drawing(busy_server, drawing):
@@ -147,3 +238,10 @@ def test_cpu_meter_counts_only_the_level_even_for_processes_that_come_and_go():
         before.kill()
         before.wait()
     assert 0.2 < spent < 0.45  # the 0.3 s burnt during the level, not the 0.4 s before it
+
+
+def test_answer_length_ends_an_answer_the_server_keeps_open():
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n"
+    assert answer_length(head[:-2]) is None  # the head has not all come
+    assert answer_length(head) == len(head) + 7
+    assert answer_length(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil EOF") is None

@@ -56,11 +56,15 @@ def test_gunicorn_settings_come_from_the_environment(monkeypatch):
     conf_path = str(REPO / "gateway" / "gunicorn.conf.py")
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "/tmp/not-used")
     conf = runpy.run_path(conf_path)
-    assert conf["worker_class"] == "gevent" and conf["wsgi_app"] == "gateway.app:create_app()"
+    assert conf["worker_class"] == "gateway.gunicorn_worker.GatewayWorker"
+    assert conf["wsgi_app"] == "gateway.app:create_app()"
     assert conf["bind"] == ["127.0.0.1:5000"] and conf["workers"] == 1
-    assert conf["max_requests"] > 0 and 0 < conf["max_requests_jitter"] < conf["max_requests"]
+    # Recycling the only worker would leave nothing answering while it drains.
+    assert conf["max_requests"] == 0
     assert conf["graceful_timeout"] >= 25 and conf["timeout"] >= conf["graceful_timeout"]
     monkeypatch.setenv("GUNICORN_BIND", "0.0.0.0:8000")
     monkeypatch.setenv("GUNICORN_WORKERS", "3")
+    monkeypatch.setenv("GUNICORN_MAX_REQUESTS", "5000")
     conf = runpy.run_path(conf_path)
     assert conf["bind"] == ["0.0.0.0:8000"] and conf["workers"] == 3
+    assert conf["max_requests"] == 5000 and conf["max_requests_jitter"] == 500
