@@ -20,11 +20,9 @@ A clip longer than --max-frames at --fps is cut to its first --max-frames frames
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
-import threading
 from pathlib import Path
 
 from animation.files import write_atomic
@@ -126,11 +124,6 @@ def _render(args: argparse.Namespace) -> None:
         raise ValueError("--up applies to --bvh only")
     fmt = output_format(args.out, args.format)
     background = parse_colour(args.background)
-    # scipy (the ARAP solver's sparse LU) takes a quarter of a second to import: a second
-    # thread imports it while this one imports the rest, reads the character and cleans
-    # its texture, much of which runs outside the GIL. Not a daemon: a run that fails early
-    # waits for it rather than tearing the interpreter down under an import.
-    threading.Thread(target=_import_quietly, args=("animation.arap",)).start()
     from animation.character import load_character
     from animation.joints_out import joints_document, joints_json
     from animation.motions import load_motion
@@ -163,14 +156,6 @@ def _render(args: argparse.Namespace) -> None:
     note = motion.plan(options.fps, options.max_frames).note()
     if note:
         print(f"note: {note}", file=sys.stderr)
-
-
-def _import_quietly(module: str) -> None:
-    """Import `module` ahead of its use; a failure is left for the use to report."""
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        pass
 
 
 def _motions(args: argparse.Namespace) -> None:

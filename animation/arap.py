@@ -5,8 +5,11 @@ transform per edge neighbourhood; step 2 keeps each of those transforms' rotatio
 its scale, so limbs neither shrink nor swell. Handles are points inside triangles (the
 joints), tied to the mesh by their barycentric coordinates as heavily weighted soft
 constraints. Both systems depend only on the rest mesh and the handles' binding, so they
-are built and factorised once per character; every frame of every motion is then one more
-right-hand side.
+are built and solved for once per character, as dense matrices that map handle positions
+(and step 1's edge rotations) to vertex positions; every frame of every motion is then a few
+matrix products. A drawing's mesh has a few hundred vertices (about 400 triangles), so the
+dense systems (2N and N unknowns) solve in milliseconds, and a render needs no scipy (whose
+import cost a CLI run about 0.3 CPU-seconds).
 """
 
 from __future__ import annotations
@@ -14,13 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse.linalg import splu
 from threadpoolctl import ThreadpoolController
 
 HANDLE_WEIGHT = 1000.0  # soft-constraint weight: handles are met to ~1e-3 px
-# SuperLU solves many right-hand sides through BLAS; OpenBLAS's threads busy-wait, and on
-# a small shared machine they make a 20 ms solve take 100-500 ms of CPU. One thread it is.
+# OpenBLAS's threads busy-wait, and on a small shared machine they make a 20 ms product
+# take 100-500 ms of CPU. One thread it is.
 _BLAS = ThreadpoolController()
 
 
@@ -56,17 +57,17 @@ class ArapSolver:
 
     vertices: np.ndarray  # (N, 2) rest positions
     triangles: np.ndarray  # (T, 3)
-    handles: sparse.csr_matrix  # (H, N): handle positions as combinations of vertices
+    handles: np.ndarray  # (H, N): handle positions as combinations of vertices
+    edges: np.ndarray  # (E, 2) vertex indices i < j
     edge_vectors: np.ndarray  # (E, 2) rest edge vectors v_j - v_i
-    similarity_fit: sparse.csr_matrix  # (2E, 2N): (c, s) of each edge's best similarity
-    step1_rhs: sparse.csr_matrix  # (2N, 2H): w^2 C^T, interleaved x/y
-    step2_rhs_edges: sparse.csr_matrix  # (N, E): D^T
-    step2_rhs_handles: sparse.csr_matrix  # (N, H): w^2 C^T
-    step1: object  # splu factor of A^T A + w^2 C^T C (2N x 2N)
-    step2: object  # splu factor of D^T D + w^2 C^T C (N x N)
+    neighbourhoods: np.ndarray  # (E, 4) each edge's ends and opposite corners (0 if none)
+    similarity_fit: np.ndarray  # (E, 2, 8): neighbourhood x/y -> the edge's (c, s)
+    step1: np.ndarray  # (2N, 2H): interleaved handle x/y -> step 1's interleaved vertex x/y
+    step2_edges: np.ndarray  # (N, E): step 2's edge targets -> vertex coordinates
+    step2_handles: np.ndarray  # (N, H): step 2's handle coordinates -> vertex coordinates
 
     def __reduce__(self):
-        # SuperLU factors cannot be pickled: a copy in another process refactorises (ms).
+        # A copy in another process rebuilds (ms) rather than carrying ~2 MB of matrices.
         return build_arap, (self.vertices, self.triangles, self.handles)
 
     def solve(self, handle_positions: np.ndarray) -> np.ndarray:
@@ -77,28 +78,27 @@ class ArapSolver:
     def _solve(self, q: np.ndarray) -> np.ndarray:
         frames = q.shape[0]
         # Step 1: similarity. Unknowns interleaved [x0, y0, x1, y1, ...], one column a frame.
-        q_interleaved = q.reshape(frames, -1).T  # (2H, F)
-        v1 = self.step1.solve(np.asarray(self.step1_rhs @ q_interleaved))  # (2N, F)
+        v1 = self.step1 @ q.reshape(frames, -1).T  # (2N, F)
+        # Each edge's best similarity (c, s) from its neighbourhood's positions.
+        hood = v1.reshape(-1, 2, frames)[self.neighbourhoods].reshape(len(self.edges), 8, frames)
+        cs = self.similarity_fit @ hood  # (E, 2, F)
         # Step 2: each edge keeps the rotation of its fitted similarity, at rest length.
-        cs = (self.similarity_fit @ v1).reshape(-1, 2, frames)  # (E, 2, F)
         cs /= np.maximum(np.linalg.norm(cs, axis=1, keepdims=True), 1e-12)
         c, s = cs[:, 0], cs[:, 1]
         ex, ey = self.edge_vectors[:, :1], self.edge_vectors[:, 1:]
         targets = np.concatenate([c * ex + s * ey, c * ey - s * ex], axis=1)  # (E, 2F): x | y
         handles_xy = np.concatenate([q[:, :, 0].T, q[:, :, 1].T], axis=1)  # (H, 2F)
-        rhs = self.step2_rhs_edges @ targets + self.step2_rhs_handles @ handles_xy
-        v2 = self.step2.solve(np.asarray(rhs))  # (N, 2F)
+        v2 = self.step2_edges @ targets + self.step2_handles @ handles_xy  # (N, 2F)
         return np.stack([v2[:, :frames].T, v2[:, frames:].T], axis=-1)
 
 
-def build_arap(vertices: np.ndarray, triangles: np.ndarray, handles: sparse.spmatrix) -> ArapSolver:
-    """Build and factorise both ARAP systems for a rest mesh and its handle binding.
+def build_arap(vertices: np.ndarray, triangles: np.ndarray, handles: np.ndarray) -> ArapSolver:
+    """Build and solve both ARAP systems for a rest mesh and its handle binding.
 
     `handles` (H, N) gives each handle as a (barycentric) combination of vertices.
     """
     vertices = np.asarray(vertices, dtype=np.float64)
-    n = len(vertices)
-    handles = sparse.csr_matrix(handles)
+    handles = np.asarray(handles, dtype=np.float64)
     edges, sides = mesh_edges(triangles)
     n_edges = len(edges)
     # Each edge's neighbourhood: its ends and the opposite corner on each side (4 points,
@@ -119,32 +119,32 @@ def build_arap(vertices: np.ndarray, triangles: np.ndarray, handles: sparse.spma
     select[0, 0], select[0, 2], select[1, 1], select[1, 3] = -1, 1, -1, 1
     residual = select[None] - e_mat @ fit  # (E, 2, 8)
     cols = (2 * np.maximum(hood, 0)[:, :, None] + np.arange(2)).reshape(n_edges, 8)
-    rows = 2 * np.arange(n_edges)[:, None] + np.arange(2)  # (E, 2)
-    shape = (2 * n_edges, 2 * n)
-    rr = np.broadcast_to(rows[:, :, None], residual.shape).ravel()
-    cc = np.broadcast_to(cols[:, None, :], residual.shape).ravel()
-    a1 = sparse.csr_matrix((residual.ravel(), (rr, cc)), shape=shape)
-    similarity_fit = sparse.csr_matrix((fit.ravel(), (rr, cc)), shape=shape)
     w2 = HANDLE_WEIGHT**2
-    c2 = sparse.kron(handles, sparse.identity(2), format="csr")  # interleaved x/y
-    step1 = splu(sparse.csc_matrix(a1.T @ a1 + w2 * (c2.T @ c2)))
-    d = sparse.csr_matrix(
-        (
-            np.r_[-np.ones(n_edges), np.ones(n_edges)],
-            (np.r_[np.arange(n_edges), np.arange(n_edges)], np.r_[edges[:, 0], edges[:, 1]]),
-        ),
-        shape=(n_edges, n),
-    )
-    step2 = splu(sparse.csc_matrix(d.T @ d + w2 * (handles.T @ handles)))
+    # Step 1's normal matrix A^T A + w^2 C^T C, A's rows being each edge's residual (8
+    # non-zero columns): summed from each edge's 8x8 block (a missing corner's column 0
+    # gets zeros).
+    gram = w2 * np.kron(handles.T @ handles, np.eye(2))  # interleaved x/y
+    blocks = np.einsum("eki,ekj->eij", residual, residual)
+    np.add.at(gram, (cols[:, :, None], cols[:, None, :]), blocks)
+    # Step 2's: D^T D (the mesh's graph Laplacian) + w^2 H^T H.
+    laplacian = w2 * (handles.T @ handles)
+    i, j = edges[:, 0], edges[:, 1]
+    np.add.at(laplacian, (np.r_[i, j, i, j], np.r_[i, j, j, i]),
+              np.r_[np.ones(2 * n_edges), -np.ones(2 * n_edges)])  # fmt: skip
+    with _BLAS.limit(limits=1, user_api="blas"):
+        step1 = np.linalg.solve(gram, w2 * np.kron(handles, np.eye(2)).T)  # (2N, 2H)
+        inverse = np.linalg.inv(laplacian)
+        step2_handles = inverse @ (w2 * handles.T)  # (N, H)
+    step2_edges = inverse[:, j] - inverse[:, i]  # (N, E): the inverse times D^T
     return ArapSolver(
         vertices=vertices,
         triangles=np.asarray(triangles),
         handles=handles,
+        edges=edges,
         edge_vectors=e,
-        similarity_fit=similarity_fit,
-        step1_rhs=sparse.csr_matrix(w2 * c2.T),
-        step2_rhs_edges=sparse.csr_matrix(d.T),
-        step2_rhs_handles=sparse.csr_matrix(w2 * handles.T),
+        neighbourhoods=np.maximum(hood, 0),
+        similarity_fit=fit,
         step1=step1,
-        step2=step2,
+        step2_edges=step2_edges,
+        step2_handles=step2_handles,
     )

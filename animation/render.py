@@ -10,10 +10,10 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from animation.arap import ArapSolver, build_arap
 from animation.character import Character
 from animation.formats import DEFAULT_FORMAT, check_format, encode
 from animation.gif import InlineExecutor
@@ -31,9 +31,6 @@ from animation.rasterise import (
 from animation.retarget import retarget
 from animation.texture import PalettedTexture, clean_texture
 from animation.timing import frame_schedule
-
-if TYPE_CHECKING:  # imported where a rig is built: scipy takes a quarter of a second
-    from animation.arap import ArapSolver
 
 MAX_SIZE = 1024  # output px: bounds memory (~250 MB at 1024), far above what a phone shows
 # Output pixels rasterised together: each chunk of frames costs a few hundred numpy calls
@@ -94,8 +91,6 @@ def build_rig(
         outline = outline_weights(mesh, pieces)
         clock.lap("mesh")
         handles = barycentric_matrix(mesh, joints, joint_triangles(mesh, joints))
-        from animation.arap import build_arap  # the first rig waits for scipy only here
-
         arap = build_arap(mesh.vertices, mesh.triangles, handles)
         clock.lap("arap_build")
         texture = cleaning.result().within(mesh.region)
@@ -161,7 +156,7 @@ def render_joints(
         return chunk, time.thread_time() - began
 
     # Rasterising and encoding are pipelined over chunks of frames, on one pool of threads
-    # (numpy, scipy and Pillow release the GIL), so memory holds a few chunks, not the clip.
+    # (numpy, OpenCV and Pillow release the GIL), so memory holds a few chunks, not the clip.
     with _executor(options.workers) as pool:
         queued: deque[Future] = deque()
 

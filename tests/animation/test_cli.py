@@ -256,6 +256,6 @@ def test_a_command_imports_only_what_it_uses(tmp_path):
          "--out", str(tmp_path / "a.gif")]
     )  # fmt: skip
     assert "animation.render" in gif and not {"av", "animation.mp4", "animation.webp"} & gif
-    # scipy only for the ARAP solver's sparse LU: the mesh, the mask and the facing's
-    # smoothing do without its slow-to-import parts.
-    assert not {"scipy.ndimage", "scipy.spatial", "scipy.sparse.csgraph"} & gif
+    # No scipy at all (its import alone cost ~0.3 CPU-s): the ARAP solver is dense numpy,
+    # the mesh uses OpenCV, the facing's smoothing is numpy.
+    assert "scipy" not in gif

@@ -37,7 +37,7 @@ def test_handles_sit_on_the_joints(variant):
     np.testing.assert_allclose(bound, joints, atol=1e-6)
     # Each joint is bound to a triangle under it or close by (joints may be off the mask).
     centres = r.mesh.vertices[r.mesh.triangles].mean(axis=1)
-    weights = r.arap.handles.toarray()  # (16, N): a joint is its triangle's corners' mix
+    weights = r.arap.handles  # (16, N): a joint is its triangle's corners' mix
     nearest = np.linalg.norm(centres[:, None] - joints[None], axis=-1).min(axis=0)
     spacing = np.sqrt(character(variant).mask.sum() / len(r.mesh.triangles))
     assert nearest.max() < 3 * spacing
