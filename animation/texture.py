@@ -77,8 +77,8 @@ def clean_texture(
     rgb = texture[..., :3]
     paper_known = _paper_around(region, texture[..., 3] > 0)
     if paper_known.sum() >= MIN_PAPER_PIXELS:
-        colours, paper = _flatten_paper(rgb, region, paper_known)
         paper_colour = np.median(rgb[paper_known], axis=0)
+        colours, paper = _flatten_paper(rgb, region, paper_known, paper_colour)
     else:
         colours, paper, paper_colour = rgb.astype(np.float32), np.zeros_like(region), None
     ink = region & ~paper
@@ -98,25 +98,36 @@ def _paper_around(region: np.ndarray, opaque: np.ndarray) -> np.ndarray:
 
 
 def _flatten_paper(
-    rgb: np.ndarray, region: np.ndarray, paper_known: np.ndarray
+    rgb: np.ndarray, region: np.ndarray, paper_known: np.ndarray, paper_median: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the crop with the light flattened and the ink smoothed, as (H, W, 3) float32, and
-    the region's pixels that are paper)."""
+    the region's pixels that are paper); `paper_median` (3,): the known paper's median."""
     light = _paper_light(rgb, paper_known)
     ratio = rgb.astype(np.float32) / light  # 1 on paper, lower where something darkens it
-    darkest = ratio.min(axis=2)
+    # The darkest channel (np.minimum over the planes: 10x a min over the last axis).
+    darkest = np.minimum(np.minimum(ratio[..., 0], ratio[..., 1]), ratio[..., 2])
     grain = darkest[paper_known]
     level = float(np.median(grain))
     sigma = 1.4826 * float(np.median(np.abs(grain - level)))  # robust: specks of dirt
     paper = region & (darkest >= level - max(GRAIN_SIGMAS * sigma, MIN_INK_CONTRAST))
-    paper_colour = np.median(rgb[paper_known], axis=0).astype(np.float32)
+    paper_colour = paper_median.astype(np.float32)
     colours = ratio * paper_colour
     colours[~region] = paper_colour  # nothing outside the figure bleeds into its edge
     colours[paper] = paper_colour
     # Even out the grain of the ink: the range term keeps a stroke's edge where it is.
-    for _ in range(SMOOTH_PASSES):
-        colours = cv2.bilateralFilter(colours, SMOOTH_WINDOW, SMOOTH_RANGE, SMOOTH_WINDOW / 2)
-        colours[paper] = paper_colour
+    # Only around the ink: beyond it all is paper colour, which the filter leaves as it is
+    # (a margin of the passes' reach keeps every pixel's neighbourhood the same).
+    ink = region & ~paper
+    if ink.any():
+        x, y, w, h = cv2.boundingRect(ink.astype(np.uint8))
+        reach = SMOOTH_PASSES * (SMOOTH_WINDOW // 2 + 1)
+        rows = slice(max(0, y - reach), min(ink.shape[0], y + h + reach))
+        cols = slice(max(0, x - reach), min(ink.shape[1], x + w + reach))
+        window, flat = colours[rows, cols], paper[rows, cols]
+        for _ in range(SMOOTH_PASSES):
+            window = cv2.bilateralFilter(window, SMOOTH_WINDOW, SMOOTH_RANGE, SMOOTH_WINDOW / 2)
+            window[flat] = paper_colour
+        colours[rows, cols] = window
     return colours, paper
 
 
@@ -168,7 +179,7 @@ def choose_palette(
     sample = np.clip(np.round(colours[::step]), 0, 255).astype(np.uint8)
     sample_lab = _lab(sample)
     ladder = [k for k in _COLOUR_LADDER if k + len(fixed) <= MAX_COLOURS]
-    best = np.vstack([fixed, _quantise(sample, ladder[-1])])  # when no step meets the error
+    best = None  # the last step, quantised only when no earlier step meets the error
     lo, hi = 0, len(ladder) - 2
     while lo <= hi:  # the first ladder step that meets the error
         mid = (lo + hi) // 2
@@ -178,7 +189,7 @@ def choose_palette(
             best, hi = palette, mid - 1
         else:
             lo = mid + 1
-    return best
+    return np.vstack([fixed, _quantise(sample, ladder[-1])]) if best is None else best
 
 
 QUANTISER = (Image.Quantize.MEDIANCUT, 2)
