@@ -104,14 +104,17 @@ def build_arap(vertices: np.ndarray, triangles: np.ndarray, handles: np.ndarray)
     # Each edge's neighbourhood: its ends and the opposite corner on each side (4 points,
     # 3 on the boundary: the missing one gets zero rows and so no say).
     hood = np.column_stack([edges, sides])  # (E, 4)
-    present = hood >= 0
-    p = vertices[np.maximum(hood, 0)] * present[..., None]  # (E, 4, 2)
-    # G maps (c, s, tx, ty) to the neighbourhood's positions: x' = c x + s y + tx,
-    # y' = -s x + c y + ty (the paper's row pair per point).
-    g = np.zeros((n_edges, 8, 4))
-    g[:, 0::2, 0], g[:, 0::2, 1], g[:, 0::2, 2] = p[..., 0], p[..., 1], present
-    g[:, 1::2, 0], g[:, 1::2, 1], g[:, 1::2, 3] = p[..., 1], -p[..., 0], present
-    fit = np.linalg.pinv(g)[:, :2, :]  # (E, 2, 8): neighbourhood positions -> (c, s)
+    present = (hood >= 0).astype(np.float64)
+    p = vertices[np.maximum(hood, 0)]  # (E, 4, 2)
+    # The least-squares similarity x' = c x + s y + tx, y' = -s x + c y + ty of the
+    # neighbourhood, in closed form: with q the points less their centroid (zero for a
+    # missing corner), c = sum(qx x' + qy y') / sum|q|^2 and s = sum(qy x' - qx y') / sum|q|^2.
+    centroid = (p * present[..., None]).sum(1) / present.sum(1)[:, None]
+    q = (p - centroid[:, None]) * present[..., None]  # (E, 4, 2)
+    q /= (q**2).sum((1, 2))[:, None, None]
+    fit = np.zeros((n_edges, 2, 8))  # (E, 2, 8): neighbourhood positions -> (c, s)
+    fit[:, 0, 0::2], fit[:, 0, 1::2] = q[..., 0], q[..., 1]
+    fit[:, 1, 0::2], fit[:, 1, 1::2] = q[..., 1], -q[..., 0]
     e = vertices[edges[:, 1]] - vertices[edges[:, 0]]
     e_mat = np.stack([np.stack([e[:, 0], e[:, 1]], -1), np.stack([e[:, 1], -e[:, 0]], -1)], 1)
     # Residual of edge k: (v_j - v_i) - T_k e_k, linear in the neighbourhood's positions.
@@ -123,16 +126,20 @@ def build_arap(vertices: np.ndarray, triangles: np.ndarray, handles: np.ndarray)
     # Step 1's normal matrix A^T A + w^2 C^T C, A's rows being each edge's residual (8
     # non-zero columns): summed from each edge's 8x8 block (a missing corner's column 0
     # gets zeros).
-    gram = w2 * np.kron(handles.T @ handles, np.eye(2))  # interleaved x/y
+    bound = w2 * (handles.T @ handles)  # (N, N): w^2 H^T H, each axis apart
+    gram = np.zeros((2 * len(vertices),) * 2)  # interleaved x/y
+    gram[0::2, 0::2], gram[1::2, 1::2] = bound, bound
     blocks = np.einsum("eki,ekj->eij", residual, residual)
     np.add.at(gram, (cols[:, :, None], cols[:, None, :]), blocks)
     # Step 2's: D^T D (the mesh's graph Laplacian) + w^2 H^T H.
-    laplacian = w2 * (handles.T @ handles)
+    laplacian = bound.copy()
     i, j = edges[:, 0], edges[:, 1]
     np.add.at(laplacian, (np.r_[i, j, i, j], np.r_[i, j, j, i]),
               np.r_[np.ones(2 * n_edges), -np.ones(2 * n_edges)])  # fmt: skip
     with _BLAS.limit(limits=1, user_api="blas"):
-        step1 = np.linalg.solve(gram, w2 * np.kron(handles, np.eye(2)).T)  # (2N, 2H)
+        rhs = np.zeros((2 * len(vertices), 2 * len(handles)))  # w^2 C^T, interleaved
+        rhs[0::2, 0::2], rhs[1::2, 1::2] = w2 * handles.T, w2 * handles.T
+        step1 = np.linalg.solve(gram, rhs)  # (2N, 2H)
         inverse = np.linalg.inv(laplacian)
         step2_handles = inverse @ (w2 * handles.T)  # (N, H)
     step2_edges = inverse[:, j] - inverse[:, i]  # (N, E): the inverse times D^T
