@@ -1,4 +1,4 @@
-"""What both TorchServe handlers share: device choice, decoding, batching, per-request errors.
+"""What the three TorchServe handlers share: device choice, decoding, batching, per-request errors.
 
 A handler subclass says only how to load its model, how one image becomes a model input
 (`prepare`) and how a batch of model outputs becomes JSON (`describe`); the model code itself
