@@ -17,3 +17,10 @@ def refuse() -> None:
 
 def crash() -> None:
     os._exit(3)
+
+
+def thread_counts() -> tuple[int, str]:
+    """OpenCV's thread count and OMP_NUM_THREADS, as a render worker sees them."""
+    import cv2
+
+    return cv2.getNumThreads(), os.environ.get("OMP_NUM_THREADS", "")

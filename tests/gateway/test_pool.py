@@ -35,6 +35,11 @@ def test_tasks_run_in_other_processes_side_by_side(pool):
     assert time.perf_counter() - start < 0.95  # in parallel, not one after the other
 
 
+def test_a_worker_runs_one_thread_of_opencv_and_of_blas(pool):
+    # The pool is the parallelism: threads inside each worker would oversubscribe the cores.
+    assert pool.map(pool_tasks.thread_counts, [()], client=None) == [(1, "1")]
+
+
 def test_a_task_error_reaches_the_caller_and_the_worker_survives(pool):
     before = pool.map(pool_tasks.pid_after, [(0,), (0,)], None)
     with pytest.raises(NoCharacterDetected, match="nothing here"):
