@@ -126,11 +126,7 @@ def test_pose_finds_the_joints_in_the_crop(torchserve_server, drawings):
 
 def test_segmenter_masks_match_the_generators_labels(torchserve_server, drawings):
     ious = []
-    for sample in drawings:
-        crop, truth = gateway_crop(sample)
-        reply = predict(torchserve_server, SEGMENTER, encode(crop))
-        assert reply.status_code == 200, reply.text
-        mask = mask_of(reply.json())
+    for mask, truth, _ in served_masks(torchserve_server, drawings):
         assert mask.shape == truth.shape
         ious.append((mask & truth).sum() / (mask | truth).sum())
     assert np.mean(ious) >= MIN_MASK_IOU, ious
