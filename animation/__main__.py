@@ -124,7 +124,7 @@ def _render(args: argparse.Namespace) -> None:
         raise ValueError("--up applies to --bvh only")
     fmt = output_format(args.out, args.format)
     background = parse_colour(args.background)
-    from animation.character import load_character
+    from animation.character import for_output, load_character
     from animation.joints_out import joints_document, joints_json
     from animation.motions import load_motion
     from animation.render import RenderOptions, build_rig, render_motion
@@ -146,7 +146,7 @@ def _render(args: argparse.Namespace) -> None:
         start_s=args.start,
         end_s=args.end,
     )
-    rig = build_rig(character, workers=args.workers)
+    rig = build_rig(for_output(character, options.size), workers=args.workers)
     data = render_motion(rig, motion, options)
     document = joints_document(rig, motion, options) if args.joints_out else None
     # Written beside the target and renamed: a failure never leaves half a file behind.

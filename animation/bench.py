@@ -69,7 +69,7 @@ STAGES = ("load", "mesh", "texture", "arap_build", "retarget", "solve", "rasteri
 
 def _run_case(case: str, character_dir: Path, out_dir: Path) -> dict:
     """One timed run of a case in this process: stage seconds, wall and CPU totals."""
-    from animation.character import load_character
+    from animation.character import for_output, load_character
     from animation.motions import default_motions, load_motion, load_motion_table
     from animation.render import RenderOptions, build_rig, render_motion_timed
     from animation.timing import frame_schedule
@@ -88,7 +88,7 @@ def _run_case(case: str, character_dir: Path, out_dir: Path) -> dict:
             size=SAME_WORK["size"], fps=fps, max_frames=SAME_WORK["frames"], workers=2
         )
     timings["load"] = time.thread_time() - load0
-    rig = build_rig(character, timings, options.workers)
+    rig = build_rig(for_output(character, options.size), timings, options.workers)
     frames = 0
     for motion in motions:
         gif = render_motion_timed(rig, motion, options, timings)

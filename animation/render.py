@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from animation.arap import ArapSolver, build_arap
-from animation.character import Character
+from animation.character import Character, for_output
 from animation.formats import DEFAULT_FORMAT, check_format, encode
 from animation.gif import InlineExecutor
 from animation.mesh import Mesh, barycentric_matrix, build_mesh, joint_triangles
@@ -238,9 +238,9 @@ def render_motions(
     options: RenderOptions = RenderOptions(),
 ) -> dict[str, bytes]:
     """Each motion (a name from the motion table, a BVH path, or a loaded Motion) -> the
-    bytes of a file in `options.format`."""
+    bytes of a file in `options.format`, from one rig at the output's resolution."""
     loaded = [m if isinstance(m, Motion) else load_motion(m) for m in motions]
-    rig = build_rig(character)
+    rig = build_rig(for_output(character, options.size))
     return {m.name: render_motion(rig, m, options) for m in loaded}
 
 

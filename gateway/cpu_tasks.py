@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image
 
 from animation.bvh import UPLOAD_LIMITS, BVHError, BVHLimitError, parse_bvh_bytes
-from animation.character import Character
+from animation.character import Character, for_output
 from animation.figure_mask import FigureJoints
 from animation.mask_warnings import mask_warnings
 from animation.motions import Motion, MotionError, MotionSpec, load_motion, motion_from_bvh
@@ -187,12 +187,13 @@ def animate(
     options: RenderOptions,
     motions_dir: Path | None = None,
 ) -> RenderResult:
-    """Rig the drawing once and render each motion (a table name, or a Motion read from an
-    upload) to the bytes of a file in `options.format`."""
+    """Rig the drawing once, at the resolution the output can show, and render each motion
+    (a table name, or a Motion read from an upload) to the bytes of a file in
+    `options.format`."""
     start = time.perf_counter()
     character = build_character(crop, keypoints, mask)
     try:
-        rig = build_rig(character)
+        rig = build_rig(for_output(character, options.size))
     except ValueError as exc:
         raise NoCharacterDetected(f"the drawing could not be rigged: {exc}") from exc
     rigged = time.perf_counter()

@@ -34,8 +34,9 @@ from gateway.torchserve_client import TorchServeClient
 
 log = logging.getLogger("gateway.pipeline")
 # Bump when the gateway's own preparation changes what a GIF looks like (the crop margin,
-# the texture and mask built in cpu_tasks). Library, motion and model versions are read.
-PREPARATION_VERSION = 3
+# the texture and mask built in cpu_tasks, the resolution the rig is built at). Library,
+# motion and model versions are read.
+PREPARATION_VERSION = 4
 
 
 def _split(names: list, parts: int) -> list[list]:
