@@ -39,7 +39,7 @@ SEGMENTER_WINDOW = 192  # trained on windows of its input: 0.56x the pixels, sam
 DEFAULTS = {
     "detector": {"steps": 5000, "size": DETECTOR_SIZE, "lr": 2e-3, "batch": 32},
     "pose": {"steps": 3200, "size": POSE_SIZE, "lr": 2e-3, "batch": 32},
-    "segmenter": {"steps": 2500, "size": SEGMENTER_SIZE, "lr": 3e-3, "batch": 16},
+    "segmenter": {"steps": 5000, "size": SEGMENTER_SIZE, "lr": 3e-3, "batch": 16},
 }
 VALIDATE = {
     "detector": lambda val: validate_detector(val),
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--steps",
         type=int,
-        help="optimiser steps (default: 5000 detector, 3200 pose, 2500 segmenter)",
+        help="optimiser steps (default: 5000 detector, 3200 pose, 5000 segmenter)",
     )
     parser.add_argument(
         "--batch-size", type=int, help="drawings per step (default: 32; 16 for the segmenter)"

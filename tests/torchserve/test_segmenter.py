@@ -157,3 +157,24 @@ def test_hints_fill_a_closed_outline_and_not_an_open_one_nor_the_padding():
     assert enclosed[64, 64] == 1 and enclosed[5, 64] == -1
     assert (ink[:, :20] == -1).all() and (enclosed[:, :20] == -1).all()  # padding: no hint
     assert outline_hints(opened, valid)[1][64, 64] == -1  # a gap wider than a few pixels
+
+
+def test_training_crops_turn_a_quarter_now_and_then_with_their_masks():
+    """augment_segmenter: a share of the crops is turned a quarter (ruled paper's lines run
+    every way in photos); image and mask turn together."""
+    from tests.support.drawings import PLAIN
+    from torchserve.training.data import QUARTER_TURNS, augment_segmenter, make_record
+
+    sample = generate(5, only={**PLAIN, "arms": "down", "legs": "together"})
+    record = make_record(sample.image, sample.bbox, sample.keypoints, sample.mask, 192)
+    region, mask, box = record[5], record[6], record[7]
+    turned = []
+    for seed in range(80):
+        _, hints, target = augment_segmenter(region, box, mask, 128, np.random.default_rng(seed))
+        _, _, w, h = cv2.boundingRect((target > 0.5).astype(np.uint8))
+        turned.append(w > h)  # the figure stands: wider than tall only when turned
+        ink = hints[0] > 0  # the ink the model is shown, in the crop (not its padding)
+        # The drawing's ink lies on its mask (measured: 0.8 at worst, where a jittered photo's
+        # grain passes for ink; a mask turned against its image: 0.57 at best).
+        assert (target[ink] > 0.5).mean() > 0.7, seed
+    assert 0.5 * QUARTER_TURNS <= np.mean(turned) <= 2 * QUARTER_TURNS, np.mean(turned)

@@ -353,6 +353,10 @@ def augment_pose(
     return photometric(image, rng), kps.astype(np.float32)
 
 
+# Share of segmenter crops turned a quarter (see augment_segmenter).
+QUARTER_TURNS = 0.15
+
+
 def augment_segmenter(
     region: np.ndarray,
     box: np.ndarray,
@@ -367,12 +371,17 @@ def augment_segmenter(
     there, float32 0..1).
 
     The crop is what serving gets (a box near the figure's, letterboxed), a little rotated,
-    maybe mirrored. Nothing that would change the drawing without its mask (no stroke
-    thickening, no painted-over patches): only the photo's colours are jittered."""
+    maybe mirrored, now and then turned a quarter (ruled or squared paper, a table's edge:
+    lines run every way in photos, and what is paper does not depend on which). Nothing that
+    would change the drawing without its mask (no stroke thickening, no painted-over
+    patches): only the photo's colours are jittered."""
     crop = jitter_crop(box, rng, jitter)
     crop[[0, 1]] = np.maximum(crop[[0, 1]], 0)
     crop[[2, 3]] = np.minimum(crop[[2, 3]], region.shape[1] - 1)
-    m = crop_matrix(crop, size, angle=float(rng.normal(0, 5)), flip=bool(rng.random() < 0.5))
+    angle = float(rng.normal(0, 5))
+    if rng.random() < QUARTER_TURNS:
+        angle += 90.0 * rng.choice([-1.0, 1.0])
+    m = crop_matrix(crop, size, angle=angle, flip=bool(rng.random() < 0.5))
     image = photometric(cut_crop(region, crop, m, size), rng)
     target = cut_crop(mask, crop, m, size, fill=0).astype(np.float32) / 255
     # The hints see the whole input, as served; a window is cut from them afterwards.
