@@ -54,3 +54,18 @@ def test_figure_mask_says_which_source_it_used():
     elsewhere = np.zeros_like(alone.mask)
     elsewhere[10:110, 5:115] = True  # most of the crop: disagrees, and warns figure_huge
     assert figure_mask(rgb, joints, learned=elsewhere).source == "opencv"
+
+
+def test_where_both_share_the_most_serious_warning_a_speck_is_the_worse():
+    # Joints dragged off the figure: OpenCV keeps the figure; the segmenter's mask, finished
+    # against those joints, keeps a sliver.
+    drawn = FinishedMask(box_mask(30, 70), ("joints_outside",))
+    sliver = FinishedMask(box_mask(48, 50), ("joints_outside", "figure_tiny"), "learned")
+    assert choose(drawn, sliver) is drawn
+    assert (
+        choose(
+            FinishedMask(box_mask(48, 50), ("joints_outside", "figure_tiny")),
+            FinishedMask(box_mask(30, 70), ("joints_outside",), "learned"),
+        ).source
+        == "learned"
+    )
