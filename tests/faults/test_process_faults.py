@@ -104,7 +104,9 @@ def test_sigterm_finishes_the_request_in_flight_refuses_new_ones_and_exits(
     gateway_factory, tmp_path: Path
 ):
     d = drawing()
-    gw = gateway_factory(offline_env(tmp_path / "gifs"))
+    # One render worker: the four motions render one after the other, so the drain has
+    # something to wait for (on two, the request ended 0.2 s after the refusal began).
+    gw = gateway_factory(offline_env(tmp_path / "gifs", RENDER_WORKERS="1"))
     reply: dict = {}
 
     def in_flight() -> None:
