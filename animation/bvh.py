@@ -113,8 +113,11 @@ class BVH:
         motion = self.motion[start:end]
         if motion.shape[0] < 1:
             raise BVHError(f"{self.source}: frame range [{start}, {end}) selects no frames")
-        return BVH(self.names, self.parents, self.offsets, self.channels, self.frame_time,
-                   motion, self.source)  # fmt: skip
+        out = BVH(self.names, self.parents, self.offsets, self.channels, self.frame_time,
+                  motion, self.source)  # fmt: skip
+        if "positions" in self.__dict__:  # computed already: a slice of it, not computed again
+            out.__dict__["positions"] = self.positions[start:end]
+        return out
 
 
 def _tokens(lines: list[str], first: int, last: int) -> list[tuple[str, int]]:

@@ -72,10 +72,11 @@ def _motion(name: str, motions_dir: Path | None) -> Motion:
 
 
 def warm_up(motions_dir: Path | None = None) -> None:
-    """Load every motion of the table (with MOTIONS_DIR's) once, so the first request does
-    not pay for parsing: each render worker's set-up (see services.Services.build)."""
+    """Load every motion of the table (with MOTIONS_DIR's) once, with its joints' positions
+    in every frame, so no request pays for parsing or forward kinematics: each render
+    worker's set-up (see services.Services.build)."""
     for name in _table(motions_dir):
-        _motion(name, motions_dir)
+        _motion(name, motions_dir).bvh.positions  # noqa: B018  its forward kinematics, kept
 
 
 def read_motion(upload: MotionUpload) -> Motion:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,8 @@ from animation.bvh import (
     parse_bvh_bytes,
     world_transforms,
 )
+
+BVH_DIR = Path(__file__).resolve().parents[2] / "bvh"
 
 # A root with XYZ rotations, a joint with ZXY, one with a position channel, End Sites.
 MIXED = """\
@@ -252,3 +255,16 @@ def test_world_transforms_rotate_children_as_their_parents():
     np.testing.assert_allclose(
         np.einsum("...ij,...kj->...ik", rot, rot), np.broadcast_to(np.eye(3), rot.shape), atol=1e-12
     )
+
+
+def test_a_trimmed_motion_reuses_the_positions_already_computed():
+    """A render trims the motion to the frames it shows; the table's motions have their
+    forward kinematics computed once (render workers' warm-up), and a trim slices them."""
+    bvh = load_bvh(BVH_DIR / "dab.bvh")
+    fresh = bvh.trimmed(3, 20)
+    assert "positions" not in fresh.__dict__  # nothing computed that nobody asked for
+    full = bvh.positions
+    kept = bvh.trimmed(3, 20)
+    assert np.shares_memory(kept.positions, full)
+    np.testing.assert_allclose(kept.positions, forward_kinematics(fresh), atol=1e-9)
+    assert not kept.positions.flags.writeable
