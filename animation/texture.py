@@ -49,6 +49,7 @@ _LIGHT_SCALE = 8  # the light is smooth: measure it at 1/8 of the crop's size
 SMOOTH_WINDOW, SMOOTH_RANGE, SMOOTH_PASSES = 9, 40.0, 2
 _COLOUR_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 254)
 _PALETTE_SAMPLE = 3_000  # ink pixels the palette is fitted and scored on
+_FIRST_RUNG = 3  # the palette search's first try: _COLOUR_LADDER[3] = 4 colours
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,11 @@ def choose_palette(
     """(K, 3) uint8: `fixed` (F, 3) colours first, then the fewest quantised colours of
     `colours` (N, 3) whose mean CIELAB error is at most `max_delta_e`.
 
-    The count is searched on a ladder (1, 2, 3, 4, 6, ..., 254) by bisection: the error
-    falls as colours are added, steeply while they still split real inks apart, slowly
-    once they only split grain.
+    The count is searched on a ladder (1, 2, 3, 4, 6, ..., 254): the error falls as
+    colours are added, steeply while they still split real inks apart, slowly once they
+    only split grain. A child's drawing needs few, and a quantisation costs more the more
+    colours it makes, so the search climbs from ``_FIRST_RUNG`` in growing strides (4, 6,
+    12, 32, 128 colours) while the error is too high, then bisects the last stride.
     """
     fixed = np.round(np.asarray(fixed, np.float64)).astype(np.uint8).reshape(-1, 3)
     if len(colours) == 0:
@@ -179,13 +182,28 @@ def choose_palette(
     sample = np.clip(np.round(colours[::step]), 0, 255).astype(np.uint8)
     sample_lab = _lab(sample)
     ladder = [k for k in _COLOUR_LADDER if k + len(fixed) <= MAX_COLOURS]
-    best = None  # the last step, quantised only when no earlier step meets the error
-    lo, hi = 0, len(ladder) - 2
-    while lo <= hi:  # the first ladder step that meets the error
-        mid = (lo + hi) // 2
-        palette = np.vstack([fixed, _quantise(sample, ladder[mid])])
+
+    def meets(rung: int) -> np.ndarray | None:
+        """The palette of ladder[rung] colours, if its error meets the bound."""
+        palette = np.vstack([fixed, _quantise(sample, ladder[rung])])
         error = np.linalg.norm(_lab(palette[nearest_colour(sample, palette)]) - sample_lab, axis=1)
-        if error.mean() <= max_delta_e:
+        return palette if error.mean() <= max_delta_e else None
+
+    # Climb: rungs lo..hi hold the first that meets the bound (the last rung, quantised
+    # only when no earlier one does, if none).
+    lo, hi, best = 0, len(ladder) - 1, None
+    rung, stride = min(_FIRST_RUNG, hi), 1
+    while rung < hi:
+        best = meets(rung)
+        if best is not None:
+            hi = rung
+            break
+        lo, rung, stride = rung + 1, min(rung + stride, hi), stride + 1
+    hi -= 1  # ladder[hi + 1] is `best` (or the last rung)
+    while lo <= hi:  # bisect for the first rung that meets it
+        mid = (lo + hi) // 2
+        palette = meets(mid)
+        if palette is not None:
             best, hi = palette, mid - 1
         else:
             lo = mid + 1

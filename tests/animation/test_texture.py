@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from animation import texture
 from animation.character import load_character
 from animation.motions import load_motion
 from animation.quality import FRAME_ERROR_BOUND, frame_colour_error
@@ -105,6 +106,31 @@ def test_a_drawing_gets_as_many_colours_as_its_inks_need():
         pixels = np.clip(np.round(colours), 0, 255).astype(np.uint8)
         mapped = palette[nearest_colour(pixels, palette)]
         assert delta_e(pixels, mapped).mean() <= MAX_DELTA_E
+
+
+@pytest.mark.parametrize("inks", [1, 3, 5, 9, 14, 40])
+def test_the_palette_search_finds_the_first_rung_that_meets_the_bound(inks, monkeypatch):
+    """The same palette as trying every rung from the bottom, with fewer quantisations for
+    a drawing of a few inks (the costly ones are those of many colours)."""
+    rng = np.random.default_rng(inks)
+    hues = rng.uniform(0, 255, (inks, 3))
+    colours = np.concatenate([h + rng.normal(0, 4, (300, 3)) for h in hues])
+    paper = np.array([[240.0, 238.0, 230.0]])
+    tried = []
+    quantise = texture._quantise
+    monkeypatch.setattr(texture, "_quantise", lambda px, k: tried.append(k) or quantise(px, k))
+    palette = choose_palette(colours, paper)
+
+    sample = np.clip(np.round(colours[:: max(1, len(colours) // 3000)]), 0, 255)
+    sample = sample.astype(np.uint8)
+    fixed = np.round(paper).astype(np.uint8)
+    for k in texture._COLOUR_LADDER:  # the reference: every rung, from the fewest colours
+        candidate = np.vstack([fixed, quantise(sample, k)])
+        if delta_e(sample, candidate[nearest_colour(sample, candidate)]).mean() <= MAX_DELTA_E:
+            break
+    np.testing.assert_array_equal(palette, candidate)
+    if inks <= 5:  # never 16 colours or more, where a bisection of the ladder starts
+        assert max(tried) <= 12 and len(tried) <= 4, tried
 
 
 @pytest.mark.parametrize("name", REAL_CHARACTERS)
