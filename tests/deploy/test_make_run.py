@@ -32,6 +32,7 @@ import psutil
 import pytest
 import requests
 
+from torchserve.run_local import TORCHSERVE_NICENESS
 from torchserve.server import (
     DEFAULT_CONFIG,
     DEFAULT_MODEL_STORE,
@@ -167,6 +168,20 @@ class MakeRun:
         self.make.wait(timeout=10)
 
 
+def assert_torchserve_yields_to_the_gateway(procs: list[psutil.Process], ts_group: int) -> None:
+    """TorchServe's whole process group (launcher, Java, the model workers) runs niced, and
+    so does its scheduling group where the kernel has autogroups; the gateway's event
+    loop does not."""
+    torchserve = [p for p in procs if _pgid(p.pid) == ts_group]
+    assert len(torchserve) >= 2
+    assert {p.nice() for p in torchserve} == {TORCHSERVE_NICENESS}
+    gunicorn = [p for p in procs if "gunicorn" in " ".join(p.cmdline())]
+    assert gunicorn and {p.nice() for p in gunicorn} == {0}
+    autogroup = Path(f"/proc/{ts_group}/autogroup")
+    if autogroup.is_file():  # "/autogroup-13 nice 10"
+        assert autogroup.read_text().split()[-1] == str(TORCHSERVE_NICENESS)
+
+
 def _pgid(pid: int) -> int | None:
     try:
         return os.getpgid(pid)
@@ -247,6 +262,8 @@ def test_every_way_of_stopping_make_run_stops_both_servers(instance, make_runs):
         started = run.processes()
         ts_group = instance.torchserve().pid
         assert ts_group is not None and any(p.pid == ts_group for p in started)
+        if i == 0:
+            assert_torchserve_yields_to_the_gateway(started, ts_group)
         moment = rng.uniform(0.0, 2.0)
         time.sleep(moment)
         stopped_at = time.monotonic()
