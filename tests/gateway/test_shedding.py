@@ -4,7 +4,10 @@ answer, its pace. The worker that uses it runs for real in tests/faults/test_ove
 from __future__ import annotations
 
 import json
+import socket
+import time
 
+import gevent
 import pytest
 
 from gateway.admission import Admission
@@ -95,6 +98,31 @@ def test_hold_answers_each_refusal_on_the_grid_before_its_bound():
     # One that waited for the hub past its bound is answered at once.
     assert hold.remaining_s(arrived=clock.now - 0.1) == 0.0
     assert RefusalHold(0.0, clock=clock).remaining_s() == 0.0
+
+
+def test_held_refusals_are_answered_when_due_and_their_connections_closed():
+    admission = Admission(slots=1, queue=0, wait_s=1, retry_after_s=3)
+    fill(admission)
+    shedder = Shedder(admission, frozenset({"/animate"}), hold=RefusalHold(0.03))
+    pairs = [socket.socketpair() for _ in range(3)]
+    arrived = time.monotonic()
+    for i, (server_end, client) in enumerate(pairs):
+        shedder.answer(server_end, "/animate", {"x-request-id": f"r{i}"}, arrived)
+        server_end.close()  # as the worker does: harmless, the connection was taken
+        client.setblocking(False)
+    assert shedder.held == 3  # answered later, by one greenlet
+    gevent.sleep(0.01)
+    for _, client in pairs:
+        with pytest.raises(BlockingIOError):  # not before the hold is over
+            client.recv(1)
+    gevent.sleep(0.05)
+    for i, (_, client) in enumerate(pairs):
+        data = client.recv(8192)
+        assert parse_answer(data) == ("503", 3.0)
+        assert json.loads(data.partition(b"\r\n\r\n")[2])["error"]["request_id"] == f"r{i}"
+        assert client.recv(1) == b""  # and the connection closed
+        client.close()
+    assert shedder.held == 0
 
 
 def test_shedder_refuses_only_posts_to_guarded_routes_of_a_full_house():
