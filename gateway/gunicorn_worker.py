@@ -9,9 +9,11 @@ when there is room, goes the usual way; a request on a kept-alive connection is 
 again once gunicorn has parsed its headers. Refusals do not count towards gunicorn's
 `max_requests`.
 
-Cost of a refusal to the hub, measured on the 2-core machine (docs/BENCHMARKS.md, section
-overload): 0.8-1.0 ms of CPU through Flask, 0.22 ms after gunicorn's parser, 0.15 ms
-from the peeked bytes (0.22 ms with the refusal's hold).
+Cost of a refusal to the hub, measured on the 2-core machine (docs/BENCHMARKS.md, sections
+overload and refusal-path): 0.8-1.0 ms of CPU through Flask, 0.22 ms after gunicorn's
+parser, 0.15 ms from the peeked bytes (0.18-0.20 ms with a greenlet asleep for the
+refusal's hold), 0.11-0.14 ms since held refusals are answered together
+(`Shedder._release`).
 """
 
 from __future__ import annotations
