@@ -49,6 +49,13 @@ class GatewayWorker(GeventWorker):
         self.shedder = Shedder.for_app(self.wsgi)
         stamp_arrivals(self.sockets)
 
+    def run(self) -> None:
+        try:
+            super().run()
+        finally:  # stopping: the refusals still held are answered now, not reset on exit
+            if self.shedder is not None:
+                self.shedder.flush()
+
     def handle(self, listener, client, addr) -> None:
         """A new connection, while no slot is free: refused from its peeked head when the
         house is full; else, if it renders, it claims a place (`Admission.claim`)."""

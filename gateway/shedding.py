@@ -225,18 +225,22 @@ class Shedder:
                 wait = self._held[0][0] - time.monotonic()
                 if wait > 0:
                     gevent.sleep(wait)
-                now = time.monotonic()
-                while self._held and self._held[0][0] <= now:
-                    _, _, fd, rid, path, started = heapq.heappop(self._held)
-                    try:  # a few hundred bytes into a new connection's empty buffer
-                        os.write(fd, refusal_bytes(rid, self.admission.retry_after_s))
-                    except OSError:  # the client is gone already
-                        pass
-                    finally:  # not os.close: gevent's asks the hub about watchers it has none of
-                        socket.close(fd)
-                    self._count(path, started)
+                self.flush(until=time.monotonic())
         finally:
             self._releaser = None
+
+    def flush(self, until: float = math.inf) -> None:
+        """Answer the held refusals due by `until` (`time.monotonic()` time), or all of them:
+        a worker that stops answers its held refusals before it exits."""
+        while self._held and self._held[0][0] <= until:
+            _, _, fd, rid, path, started = heapq.heappop(self._held)
+            try:  # a few hundred bytes into a new connection's empty buffer
+                os.write(fd, refusal_bytes(rid, self.admission.retry_after_s))
+            except OSError:  # the client is gone already
+                pass
+            finally:  # not os.close: gevent's asks the hub about watchers it has none of
+                socket.close(fd)
+            self._count(path, started)
 
     @property
     def held(self) -> int:

@@ -125,6 +125,20 @@ def test_held_refusals_are_answered_when_due_and_their_connections_closed():
     assert shedder.held == 0
 
 
+def test_a_stopping_worker_answers_its_held_refusals_at_once():
+    admission = Admission(slots=1, queue=0, wait_s=1, retry_after_s=3)
+    fill(admission)
+    shedder = Shedder(admission, frozenset({"/animate"}), hold=RefusalHold(10.0))
+    server_end, client = socket.socketpair()
+    shedder.answer(server_end, "/animate", {}, time.monotonic())
+    assert shedder.held == 1
+    shedder.flush()
+    assert shedder.held == 0
+    assert parse_answer(client.recv(8192)) == ("503", 3.0)
+    assert client.recv(1) == b""
+    client.close()
+
+
 def test_shedder_refuses_only_posts_to_guarded_routes_of_a_full_house():
     admission = Admission(slots=1, queue=1, wait_s=1, retry_after_s=2)
     shedder = Shedder(admission, frozenset({"/animate", "/"}))
