@@ -14,10 +14,10 @@ kept the hub busy refusing. So the worker (`gunicorn_worker.GatewayWorker`) asks
   kernel stamped it), on a 5 ms grid, by one greenlet that sends every refusal due at a
   tick and closes its connection (nothing read meanwhile; no greenlet or timer per
   refusal). A client that retries at once, whatever Retry-After says, then comes back
-  about 25 times a second instead of thousands (measured with 36 of them on 2 cores: 840 refusals/s costing 0.3 cores at
-  both ends, against 4200/s and 1.1 cores unheld; docs/BENCHMARKS.md, section overload),
-  while every refused client still has its 503 within tens of milliseconds; the grid
-  sends the refusals of one tick together;
+  about 25 times a second instead of thousands (measured with 36 of them on 2 cores: 840
+  refusals/s costing 0.3 cores at both ends, against 4200/s and 1.1 cores unheld;
+  docs/BENCHMARKS.md, section overload), while every refused client still has its 503
+  within tens of milliseconds;
 - counted in the metrics like any request, and logged as one line per `LOG_EVERY_S` with
   the count, not one line each.
 

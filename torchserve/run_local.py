@@ -78,7 +78,7 @@ LOCK_WAIT_S = 90.0
 # container (and a GPU) of its own. Niced, its inference waits for the gateway's event
 # loop, which then answers /health and refusals at once, as in the pod (measured under a
 # storm of 48 clients: refusal p99 67-69 -> 50-54 ms, /health p99 33-39 -> 13-26 ms;
-# docs/BENCHMARKS.md, section overload-priority).
+# docs/BENCHMARKS.md, section refusal-path).
 TORCHSERVE_NICENESS = 10
 
 

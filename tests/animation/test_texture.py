@@ -121,7 +121,7 @@ def test_the_palette_search_finds_the_first_rung_that_meets_the_bound(inks, monk
     monkeypatch.setattr(texture, "_quantise", lambda px, k: tried.append(k) or quantise(px, k))
     palette = choose_palette(colours, paper)
 
-    sample = np.clip(np.round(colours[:: max(1, len(colours) // 3000)]), 0, 255)
+    sample = np.clip(np.round(colours[:: max(1, len(colours) // texture._PALETTE_SAMPLE)]), 0, 255)
     sample = sample.astype(np.uint8)
     fixed = np.round(paper).astype(np.uint8)
     for k in texture._COLOUR_LADDER:  # the reference: every rung, from the fewest colours
