@@ -24,7 +24,7 @@ from torchserve.model.detector import box_iou, cell_boxes
 from torchserve.model.pose import heatmap_coordinates
 from torchserve.model.transforms import fit_letterbox
 from torchserve.training import data
-from torchserve.training.loop import TrainConfig, train, weights_digest
+from torchserve.training.loop import TrainConfig, save_checkpoint, train, weights_digest
 from torchserve.training.metrics import pck_hits
 
 WEIGHTS = Path(__file__).resolve().parents[2] / "torchserve" / "weights"
@@ -155,6 +155,25 @@ def test_training_is_deterministic(kind: str, size: int, window: int) -> None:
     first = digest(0)
     assert digest(0) == first
     assert digest(1) != first
+
+
+def test_training_continues_from_saved_weights(tmp_path: Path) -> None:
+    records = _stand_in_records(8)
+    torch.set_num_threads(1)
+    config = TrainConfig(kind="pose", steps=2, batch_size=4, size=64, warmup=1)
+    first = train(config, records)
+    saved = tmp_path / "pose.pt"
+    save_checkpoint(first, config, str(saved), {})
+    # No steps from saved weights leave them as they were; steps move them on.
+    resumed = TrainConfig(kind="pose", steps=0, size=64, init=str(saved))
+    assert weights_digest(train(resumed, records)) == weights_digest(first)
+    more = TrainConfig(kind="pose", steps=2, batch_size=4, size=64, warmup=1, init=str(saved))
+    assert weights_digest(train(more, records)) not in (
+        weights_digest(first),
+        weights_digest(train(config, records)),
+    )
+    with pytest.raises(ValueError, match="not a"):
+        train(TrainConfig(kind="detector", steps=1, size=64, init=str(saved)), records)
 
 
 def test_committed_weights_find_a_generated_figure_and_its_joints() -> None:

@@ -53,6 +53,7 @@ class TrainConfig:
     size: int = 192  # model input side
     jitter: float = 0.22  # pose and segmenter crop jitter, fraction of the box
     window: int = 0  # segmenter: train on random windows this wide of each input (0: whole)
+    init: str = ""  # weights file of the same kind to start from ("": torch's seeded init)
 
 
 def seed_everything(seed: int) -> np.random.Generator:
@@ -165,6 +166,14 @@ def build_model(config: TrainConfig) -> torch.nn.Module:
     raise ValueError(f"unknown model kind {config.kind!r}: choose one of {', '.join(FORMATS)}")
 
 
+def load_state(path: str, kind: str) -> dict[str, torch.Tensor]:
+    """The weights saved in ``path`` by ``save_checkpoint``, checked to be of ``kind``."""
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    if checkpoint.get("format") != FORMATS[kind]:
+        raise ValueError(f"{path} is not a {FORMATS[kind]} checkpoint")
+    return {k: v.float() for k, v in checkpoint["state_dict"].items()}
+
+
 def train(
     config: TrainConfig,
     records: data.Records,
@@ -176,6 +185,8 @@ def train(
     """Train one model on ``records`` for ``config.steps`` steps and return it in eval mode."""
     rng = seed_everything(config.seed)
     model = build_model(config)
+    if config.init:
+        model.load_state_dict(load_state(config.init, config.kind))
     decay = [p for n, p in model.named_parameters() if p.ndim > 1]
     no_decay = [p for n, p in model.named_parameters() if p.ndim <= 1]
     optimiser = torch.optim.AdamW(
