@@ -19,22 +19,18 @@ refusal's hold), 0.11-0.14 ms since held refusals are answered together
 from __future__ import annotations
 
 import socket
-import struct
-import sys
 import time
 from typing import TYPE_CHECKING
 
 import gevent
 from gunicorn.workers.ggevent import GeventWorker
 
+from gateway.arrival import ANCILLARY_SIZE, arrival, stamp
+
 if TYPE_CHECKING:
     from gateway.shedding import Shedder
 
 HEAD_PEEK_BYTES = 8192  # gunicorn's own limit on the request line
-# Linux's SO_TIMESTAMPNS (absent from Python's socket module): the kernel stamps each
-# received packet, and a recvmsg (a peek included) reads the stamp of the first one.
-SO_TIMESTAMPNS = 35 if sys.platform.startswith("linux") else None
-_TIMESPEC = struct.Struct("@qq")
 
 
 class GatewayWorker(GeventWorker):
@@ -47,7 +43,10 @@ class GatewayWorker(GeventWorker):
 
         super().load_wsgi()
         self.shedder = Shedder.for_app(self.wsgi)
-        stamp_arrivals(self.sockets)
+        # A refusal's hold counts from the request's arrival, not from when the event loop
+        # got round to it: under load the loop waits for a core, and that wait would
+        # otherwise come on top of the hold.
+        stamp(self.sockets)
 
     def run(self) -> None:
         try:
@@ -81,9 +80,7 @@ class GatewayWorker(GeventWorker):
         # A client that sends nothing is gunicorn's to time out, after this.
         with gevent.Timeout(self.cfg.keepalive or 5, False):
             try:
-                data, ancillary, _, _ = client.recvmsg(
-                    size, socket.CMSG_SPACE(_TIMESPEC.size), socket.MSG_PEEK
-                )
+                data, ancillary, _, _ = client.recvmsg(size, ANCILLARY_SIZE, socket.MSG_PEEK)
                 return data, arrival(ancillary)
             except OSError:
                 pass
@@ -102,31 +99,3 @@ class GatewayWorker(GeventWorker):
         finally:
             if self.shedder is not None:
                 self.shedder.admission.release(sock)  # admitted, or done without a slot
-
-
-def stamp_arrivals(listeners) -> None:
-    """Ask the kernel to stamp what arrives on the connections `listeners` accept (they
-    inherit the option), so that a refusal's hold counts from the request's arrival, not
-    from when the event loop got round to it: under load the loop waits for a core, and
-    that wait would otherwise come on top of the hold."""
-    if SO_TIMESTAMPNS is None:
-        return
-    for listener in listeners:
-        try:
-            listener.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        except (OSError, AttributeError):  # not a kernel socket (a test double), or no such option
-            pass
-
-
-def arrival(ancillary: list[tuple[int, int, bytes]]) -> float:
-    """`time.monotonic()` time at which the peeked bytes arrived, from the kernel's stamp in
-    recvmsg's `ancillary` data; now when there is none (or it is not believable)."""
-    now_mono, now_wall = time.monotonic(), time.time()
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
-            seconds, nanoseconds = _TIMESPEC.unpack_from(data)
-            age = now_wall - (seconds + nanoseconds / 1e9)
-            # The wall clock may have been stepped meanwhile: an age that cannot be is ignored.
-            if 0.0 <= age < 60.0:
-                return now_mono - age
-    return now_mono

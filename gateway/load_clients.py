@@ -14,9 +14,11 @@ sends the same request again, when its retry policy says:
 
 All clients run on one thread with non-blocking sockets and a selector, and requests are
 bytes built once per attempt: a client costs this process some tens of microseconds per
-attempt, so even a storm leaves the CPU to the service under test, and a latency measured
-here is the service's, not time spent waiting for Python's GIL behind other clients. The
-/health pinger runs in its own process for the same reason.
+attempt, so even a storm leaves the CPU to the service under test. An attempt ends when its
+answer's last bytes reached this machine, by the kernel's receive stamp
+(gateway/arrival.py), not when this loop got round to reading them: on a machine shared
+with the service, the loop waits for a core under load, and that wait is the load test's,
+not the service's. The /health pinger runs in its own process for the same reason.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from gateway.arrival import ANCILLARY_SIZE, arrival, stamp
 
 HEALTH_INTERVAL_S = 0.1
 HEALTH_TIMEOUT_S = 10.0
@@ -155,8 +159,10 @@ class _Attempt:
         self.sent = 0
         self.received = bytearray()
         self.length: int | None = None  # of the whole answer, once its head has come
+        self.arrived: float | None = None  # when the last bytes read reached the machine
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setblocking(False)
+        stamp([self.sock])
         self.connected = False
         self.failed = self.sock.connect_ex(target.address) not in (0, errno.EINPROGRESS)
 
@@ -185,25 +191,30 @@ class _Attempt:
         """Read what arrived; True at the end of the answer: the server closed, or its
         Content-Length has arrived (should it keep the connection open after all)."""
         try:
-            chunk = self.sock.recv(READ_SIZE)
+            chunk, ancillary, _, _ = self.sock.recvmsg(READ_SIZE, ANCILLARY_SIZE)
         except BlockingIOError:
             return False
         except OSError:  # reset after its answer: what arrived is still the answer
             return True
-        self.received += chunk
         if not chunk:
             return True
+        self.received += chunk
+        self.arrived = arrival(ancillary, time.perf_counter)
         if self.length is None:
             self.length = answer_length(self.received)
         return self.length is not None and len(self.received) >= self.length
 
     def answer(self, epoch: float, status: str | None = None) -> Answer:
+        """The attempt's outcome, timed to its answer's arrival (to now for a timeout or a
+        failure without an answer)."""
         now = time.perf_counter()
         self.sock.close()
         parsed = None if (status or self.failed) else parse_answer(bytes(self.received))
         if status is None:
             status = parsed[0] if parsed else "connection_error"
         retry_after = parsed[1] if parsed else None
+        if parsed and self.arrived is not None:
+            now = min(now, max(self.started, self.arrived))
         return Answer(status, now - self.started, retry_after, now - epoch)
 
 

@@ -245,3 +245,28 @@ def test_answer_length_ends_an_answer_the_server_keeps_open():
     assert answer_length(head[:-2]) is None  # the head has not all come
     assert answer_length(head) == len(head) + 7
     assert answer_length(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil EOF") is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's receive stamps")
+def test_an_answer_is_timed_to_its_arrival_not_to_when_the_loop_reads_it():
+    import socket
+
+    from gateway.load_clients import Target, _Attempt
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    target = Target("127.0.0.1", listener.getsockname()[1])
+    attempt = _Attempt(0, target, target.request("GET", "/"), timeout_s=5)
+    conn, _ = listener.accept()
+    attempt.sock.setblocking(True)
+    assert attempt.on_writable()
+    conn.recv(4096)
+    conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n")
+    answered = time.perf_counter()
+    time.sleep(0.3)  # the client's loop busy elsewhere while the answer waits for it
+    assert attempt.on_readable()
+    answer = attempt.answer(epoch=attempt.started)
+    conn.close()
+    listener.close()
+    assert (answer.status, answer.retry_after_s) == ("503", 1.0)
+    assert answer.seconds < answered - attempt.started + 0.05, answer.seconds
+    assert answer.ended_s == answer.seconds

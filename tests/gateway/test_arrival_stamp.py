@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gateway.gunicorn_worker import GatewayWorker, arrival, stamp_arrivals
+from gateway.arrival import arrival, stamp
+from gateway.gunicorn_worker import GatewayWorker
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the kernel's receive stamps are Linux's"
@@ -21,7 +22,7 @@ def _peek_after(wait_s: float) -> tuple[bytes, float, socket.socket]:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
-    stamp_arrivals([listener])
+    stamp([listener])
     client = socket.create_connection(listener.getsockname())
     client.sendall(b"POST /animate HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
     time.sleep(wait_s)  # the event loop busy elsewhere
