@@ -419,12 +419,22 @@ def markdown(args: argparse.Namespace, tables: list[str], timing: str) -> str:
     ]
     for path in (args.detector, args.pose, args.segmenter):
         meta = torch.load(path, weights_only=True)["meta"]
-        lines.append(
-            f"- `{path.name}` sha256 `{sha256(path)}`: {meta.get('trained_steps')} steps of "
-            f"{meta.get('batch_size')} on {meta.get('samples')} drawings (generator "
+        lines.append(f"- `{path.name}` sha256 `{sha256(path)}`: {training_history(meta)}")
+    return "\n".join(lines) + "\n"
+
+
+def training_history(meta: dict) -> str:
+    """What a checkpoint's runs were, first to last (a run with --init continued the one
+    before it)."""
+    runs = []
+    while meta:
+        runs.append(
+            f"{meta.get('trained_steps')} steps of {meta.get('batch_size')} at peak lr "
+            f"{meta.get('lr')} on {meta.get('samples')} drawings (generator "
             f"`{meta.get('generator')}`), seed {meta.get('seed')}, {meta.get('threads')} thread(s)"
         )
-    return "\n".join(lines) + "\n"
+        meta = meta.get("init_meta") or {}
+    return "; then ".join(reversed(runs))
 
 
 if __name__ == "__main__":
