@@ -176,6 +176,21 @@ def test_training_continues_from_saved_weights(tmp_path: Path) -> None:
         train(TrainConfig(kind="detector", steps=1, size=64, init=str(saved)), records)
 
 
+def test_the_evaluation_lists_a_continued_run_after_the_one_it_started_from() -> None:
+    from torchserve.evaluate import training_history
+
+    first = {"trained_steps": 5000, "batch_size": 16, "lr": "0.003", "generator": "aaa",
+             "samples": 10000, "seed": 0, "threads": 1}  # fmt: skip
+    second = {**first, "trained_steps": 4000, "lr": "0.001", "generator": "bbb", "init_meta": first}
+    history = training_history(second)
+    assert history.index("5000 steps") < history.index("; then 4000 steps")
+    assert "`aaa`" in history and "`bbb`" in history
+    assert "then" not in training_history(first)
+    # The committed segmenter says what it went through.
+    meta = torch.load(WEIGHTS / "segmenter.pt", weights_only=True)["meta"]
+    assert training_history(meta).count("steps of") == 1 + ("init_meta" in meta)
+
+
 def test_committed_weights_find_a_generated_figure_and_its_joints() -> None:
     from torchserve.synth import HELD_OUT_STYLES, generate
 
