@@ -4,7 +4,9 @@ Linux stamps each packet as it arrives (`SO_TIMESTAMPNS`, absent from Python's s
 module), and a `recvmsg` (a peek included) reads the stamp with the bytes. A program whose
 event loop waits for a core can then still tell when a request, or an answer, came in:
 the gateway's refusals count their hold from the request's arrival, and the load test's
-clients time an answer to its arrival, not to when their own loop got round to it.
+clients time an answer to its arrival, not to when their own loop got round to it. The
+kernel turns stamping on a moment after the first socket asks for it (and off after the
+last one closes): bytes that come unstamped count as arriving when they are read.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import pytest
 
 from gateway.arrival import arrival, stamp
 from gateway.gunicorn_worker import GatewayWorker
+from tests.support.stamps import kernel_stamping
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the kernel's receive stamps are Linux's"
@@ -19,6 +20,11 @@ pytestmark = pytest.mark.skipif(
 
 
 def _peek_after(wait_s: float) -> tuple[bytes, float, socket.socket]:
+    with kernel_stamping():
+        return _peek_after_stamped(wait_s)
+
+
+def _peek_after_stamped(wait_s: float) -> tuple[bytes, float, socket.socket]:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
