@@ -22,8 +22,10 @@ from pathlib import Path
 import cv2
 import torch
 
+from torchserve.model.layers import read_checkpoint
 from torchserve.training import data
 from torchserve.training.loop import (
+    FORMATS,
     TrainConfig,
     save_checkpoint,
     train,
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     if args.init:
         # What the run started from, so the chain of runs can be retraced.
-        meta["init_meta"] = torch.load(args.init, map_location="cpu", weights_only=True)["meta"]
+        meta["init_meta"] = read_checkpoint(str(args.init), FORMATS[args.kind])["meta"]
 
     def checkpoint(model: torch.nn.Module, step: int) -> None:
         save_checkpoint(model, config, str(out), {**meta, "trained_steps": step})

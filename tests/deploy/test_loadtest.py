@@ -16,7 +16,7 @@ from PIL import Image
 
 from gateway import loadtest
 from gateway.load_clients import Answer, Backoff, Storm, answer_length
-from tests.support.stamps import kernel_stamping
+from tests.support.stamps import kernel_stamping, needs_receive_stamps
 
 CPU_MS = 30
 
@@ -248,7 +248,7 @@ def test_answer_length_ends_an_answer_the_server_keeps_open():
     assert answer_length(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil EOF") is None
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's receive stamps")
+@needs_receive_stamps
 def test_an_answer_is_timed_to_its_arrival_not_to_when_the_loop_reads_it():
     import socket
 

@@ -8,15 +8,11 @@ import sys
 import time
 from types import SimpleNamespace
 
-import pytest
-
 from gateway.arrival import arrival, stamp
 from gateway.gunicorn_worker import GatewayWorker
-from tests.support.stamps import kernel_stamping
+from tests.support.stamps import kernel_stamping, needs_receive_stamps
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="the kernel's receive stamps are Linux's"
-)
+pytestmark = needs_receive_stamps
 
 
 def _peek_after(wait_s: float) -> tuple[bytes, float, socket.socket]:

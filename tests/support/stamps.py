@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from gateway.arrival import ANCILLARY_SIZE, stamp
+
+# Receive stamps (SO_TIMESTAMPNS) are Linux's: elsewhere `arrival` always answers "now".
+needs_receive_stamps = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the kernel's receive stamps are Linux's"
+)
 
 
 @contextlib.contextmanager

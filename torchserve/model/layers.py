@@ -102,10 +102,18 @@ def load_network(
     device: str | torch.device,
 ) -> SquareInputNet:
     """Rebuild a network saved by ``torchserve.train`` and load its weights, in eval mode."""
+    checkpoint = read_checkpoint(path, expected_format)
+    config = checkpoint["config"]
+    model = build(size=config["size"], widths=tuple(config["widths"]))
+    model.load_state_dict(checkpoint["state_dict"])
+    return model.to(device).eval()
+
+
+def read_checkpoint(path: str, expected_format: str) -> dict:
+    """A checkpoint saved by ``torchserve.train`` (format, config, state_dict as float32,
+    meta), refused unless it is of ``expected_format``."""
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     if checkpoint.get("format") != expected_format:
         raise ValueError(f"{path} is not a {expected_format} checkpoint")
-    config = checkpoint["config"]
-    model = build(size=config["size"], widths=tuple(config["widths"]))
-    model.load_state_dict({k: v.float() for k, v in checkpoint["state_dict"].items()})
-    return model.to(device).eval()
+    checkpoint["state_dict"] = {k: v.float() for k, v in checkpoint["state_dict"].items()}
+    return checkpoint

@@ -23,6 +23,7 @@ from torchserve.model.detector import (
     DetectorNet,
     decode_detections,
 )
+from torchserve.model.layers import read_checkpoint
 from torchserve.model.pose import POSE_FORMAT, PoseNet, heatmap_coordinates
 from torchserve.model.segmenter import (
     SEGMENTER_FORMAT,
@@ -166,14 +167,6 @@ def build_model(config: TrainConfig) -> torch.nn.Module:
     raise ValueError(f"unknown model kind {config.kind!r}: choose one of {', '.join(FORMATS)}")
 
 
-def load_state(path: str, kind: str) -> dict[str, torch.Tensor]:
-    """The weights saved in ``path`` by ``save_checkpoint``, checked to be of ``kind``."""
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    if checkpoint.get("format") != FORMATS[kind]:
-        raise ValueError(f"{path} is not a {FORMATS[kind]} checkpoint")
-    return {k: v.float() for k, v in checkpoint["state_dict"].items()}
-
-
 def train(
     config: TrainConfig,
     records: data.Records,
@@ -186,7 +179,7 @@ def train(
     rng = seed_everything(config.seed)
     model = build_model(config)
     if config.init:
-        model.load_state_dict(load_state(config.init, config.kind))
+        model.load_state_dict(read_checkpoint(config.init, FORMATS[config.kind])["state_dict"])
     decay = [p for n, p in model.named_parameters() if p.ndim > 1]
     no_decay = [p for n, p in model.named_parameters() if p.ndim <= 1]
     optimiser = torch.optim.AdamW(
