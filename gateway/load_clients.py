@@ -260,19 +260,15 @@ class Crowd:
             attempts[client] += 1
             request = retrying[client] or self.make_request()
             attempt = _Attempt(client, self.target, request, self.timeout_s)
-            if attempt.failed:
+            # On loopback the connection is usually up as connect returns: send at once
+            # rather than a turn of the loop later, which would count as the server's time.
+            sent = not attempt.failed and attempt.on_writable()
+            if attempt.failed:  # not on the wire yet: nothing registered to undo
                 finish(attempt)
                 return
             live[client] = attempt
-            # On loopback the connection is usually up as connect returns: send at once
-            # rather than a turn of the loop later, which would count as the server's time.
-            if attempt.on_writable():
-                if attempt.failed:
-                    finish(attempt)
-                    return
-                selector.register(attempt.sock, selectors.EVENT_READ, attempt)
-                return
-            selector.register(attempt.sock, selectors.EVENT_WRITE | selectors.EVENT_READ, attempt)
+            events = selectors.EVENT_READ if sent else selectors.EVENT_WRITE | selectors.EVENT_READ
+            selector.register(attempt.sock, events, attempt)
 
         def finish(attempt: _Attempt, status: str | None = None) -> None:
             if live.pop(attempt.client, None) is not None:

@@ -279,3 +279,26 @@ def _answer_read_late(target, listener):
     conn.close()
     listener.close()
     return answer, answered, attempt.started
+
+
+def test_a_connection_that_fails_as_it_opens_counts_as_an_error_not_a_crash(monkeypatch):
+    """A connection whose connect fails after it began (SO_ERROR at the first send, as when
+    the server's backlog is full or it restarts) ends as a `connection_error`: the load
+    test goes on."""
+    import socket
+
+    from gateway import load_clients
+
+    def fails_at_once(self):
+        self.failed = True
+        return True
+
+    monkeypatch.setattr(load_clients._Attempt, "on_writable", fails_at_once)
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        target = load_clients.Target("127.0.0.1", listener.getsockname()[1])
+        crowd = load_clients.Crowd(target, lambda: target.request("GET", "/"), Storm())
+        answers = crowd.run(3, 0.0, attempts_per_client=2)
+    finally:
+        listener.close()
+    assert [a.status for a in answers] == ["connection_error"] * 6
