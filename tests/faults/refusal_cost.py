@@ -45,9 +45,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=36)
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
-    with FakeTorchServe() as model:
+    with FakeTorchServe() as model, tempfile.TemporaryDirectory(prefix="refusal-cost-") as store:
         env = {"MAX_INFLIGHT": "1", "MAX_QUEUE": "1", "RENDER_WORKERS": "1", "API_KEY": None,
-               "STORAGE_URL": f"file://{tempfile.mkdtemp(prefix='refusal-cost-')}",
+               "STORAGE_URL": f"file://{store}",
                "TORCHSERVE_URL": model.url, "TORCHSERVE_MANAGEMENT_URL": model.url,
                "MODEL_TIMEOUT_S": "90"}  # fmt: skip
         with run_gateway(env) as server:
