@@ -20,7 +20,8 @@ finished, the one `choose` picks), with the share of the true joints inside each
 the real drawings (`--real-dev`, AnimatedDrawings' annotation folders: `texture.png` is the
 crop with its paper, `mask.png` the truth, `char_cfg.yaml` the joints) all three run on the
 crop as it is; `--overlays DIR` writes each drawing with the first two masks' outlines and
-the truth's.
+the truth's. The served pose is scored there too, on the drawings annotated as people: its
+12 limb joints, as the gateway rigs them, by PCK@0.1 of the true mask's box.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import yaml
 from PIL import Image
 
 from animation.segment import figure_mask
+from animation.skeleton import JOINT_INDEX, JOINTS, Skeleton
 from torchserve.model import (
     KEYPOINT_NAMES,
     decode_detections,
@@ -51,7 +53,14 @@ from torchserve.model import (
     pose_input,
     segmenter_input,
 )
-from torchserve.training.metrics import box_iou, mask_iou, pck_hits, share_inside, summarise_boxes
+from torchserve.training.metrics import (
+    PCK_THRESHOLD,
+    box_iou,
+    mask_iou,
+    pck_hits,
+    share_inside,
+    summarise_boxes,
+)
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 REAL_DEV = Path(__file__).resolve().parents[2] / "shared" / "real-dev"
@@ -189,22 +198,43 @@ class RealScore:
     joints_inside: tuple[float, ...]  # per PATHS
 
 
-def real_drawings(folder: Path) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
-    """(name, crop RGB, true mask, joints (J, 2)) of each annotation folder under ``folder``."""
+@dataclass
+class RealDrawing:
+    """One AnimatedDrawings annotation folder: the crop with its paper, its true mask and
+    its joints by name (whatever skeleton it was annotated with)."""
+
+    name: str
+    rgb: np.ndarray  # (H, W, 3) uint8
+    truth: np.ndarray  # (H, W) bool
+    joints: dict[str, np.ndarray]  # name -> (2,) x, y in the crop's pixels
+
+    @property
+    def points(self) -> np.ndarray:
+        """(J, 2) every annotated joint."""
+        return np.array(list(self.joints.values()), dtype=np.float64)
+
+
+def real_drawings(folder: Path) -> list[RealDrawing]:
+    """Each annotation folder under ``folder``."""
     out = []
     for character in sorted(folder.glob("char*")):
-        rgb = np.asarray(Image.open(character / "texture.png").convert("RGB"))
-        truth = np.asarray(Image.open(character / "mask.png").convert("L")) > 127
         config = yaml.safe_load((character / "char_cfg.yaml").read_text())
-        joints = np.array([joint["loc"] for joint in config["skeleton"]], dtype=np.float64)
-        out.append((character.name, rgb, truth, joints))
+        out.append(
+            RealDrawing(
+                character.name,
+                np.asarray(Image.open(character / "texture.png").convert("RGB")),
+                np.asarray(Image.open(character / "mask.png").convert("L")) > 127,
+                {j["name"]: np.array(j["loc"], dtype=np.float64) for j in config["skeleton"]},
+            )
+        )
     return out
 
 
 def score_real(folder: Path, overlays: Path | None) -> list[RealScore]:
     """Every path on each real drawing's crop; overlays of the first two written if asked."""
     scores = []
-    for name, rgb, truth, joints in real_drawings(folder):
+    for drawing in real_drawings(folder):
+        name, rgb, truth, joints = drawing.name, drawing.rgb, drawing.truth, drawing.points
         masks = three_masks(rgb, joints)
         scores.append(
             RealScore(
@@ -218,6 +248,74 @@ def score_real(folder: Path, overlays: Path | None) -> list[RealScore]:
             overlays.mkdir(parents=True, exist_ok=True)
             Image.fromarray(overlay(rgb, truth, masks[:2], joints)).save(overlays / f"{name}.png")
     return scores
+
+
+# The joints of a person's limbs in the character skeleton: what the pose decides (root,
+# hip, torso and neck are midpoints of them, or the nose).
+LIMB_JOINTS = tuple(n for n in JOINTS if n not in ("root", "hip", "torso", "neck"))
+
+
+@dataclass
+class RealPose:
+    name: str
+    box_iou: float  # the detector's best box against the true mask's box; 0 if none
+    missed: tuple[str, ...]  # limb joints farther than PCK@0.1 from the annotation
+
+    @property
+    def pck(self) -> float:
+        return 1.0 - len(self.missed) / len(LIMB_JOINTS)
+
+
+def limbs_missed(
+    skeleton: np.ndarray, joints: dict[str, np.ndarray], box: np.ndarray
+) -> tuple[str, ...]:
+    """The LIMB_JOINTS of `skeleton` (16, 2), in JOINTS order, farther from the annotated
+    `joints` than PCK_THRESHOLD x the longer side of the figure's `box` (x0, y0, x1, y1)."""
+    side = max(box[2] - box[0], box[3] - box[1])
+    return tuple(
+        name
+        for name in LIMB_JOINTS
+        if np.hypot(*(skeleton[JOINT_INDEX[name]] - joints[name])) > PCK_THRESHOLD * side
+    )
+
+
+def score_real_pose(folder: Path) -> list[RealPose]:
+    """The served pose on each real drawing annotated as a person (the 12 limb joints of
+    AnimatedDrawings' skeleton; a bug's or a pig's skeleton has others): the detector on the
+    crop as it is, the pose on its best box, as the gateway rigs it (`Skeleton.from_coco`)."""
+    scores = []
+    for drawing in real_drawings(folder):
+        if not set(LIMB_JOINTS) <= drawing.joints.keys():
+            continue
+        ys, xs = np.nonzero(drawing.truth)
+        truth_box = np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], dtype=np.float64)
+        detector = _models["detector"]
+        x, letterbox_ = detector_input(drawing.rgb, detector.size)
+        with torch.inference_mode():
+            found = decode_detections(detector(x)[0], letterbox_, drawing.rgb.shape[1::-1])
+        if not found:
+            scores.append(RealPose(drawing.name, 0.0, LIMB_JOINTS))
+            continue
+        best = np.array(found[0]["bbox"])
+        skeleton = Skeleton.from_coco(_keypoints(drawing.rgb, best)).rest
+        missed = limbs_missed(skeleton, drawing.joints, truth_box)
+        scores.append(RealPose(drawing.name, box_iou(best, truth_box), missed))
+    return scores
+
+
+def real_pose_report(scores: list[RealPose]) -> str:
+    """The pose on the real drawings, one row each, then the mean."""
+    lines = [
+        "| drawing | detector IoU | PCK@0.1, 12 limb joints | missed |",
+        "|---|---|---|---|",
+    ]
+    for s in scores:
+        missed = ", ".join(s.missed) or "-"
+        lines.append(f"| {s.name} | {s.box_iou:.3f} | {s.pck:.2f} | {missed} |")
+    if scores:
+        mean = np.mean([s.pck for s in scores])
+        lines.append(f"| mean | {np.mean([s.box_iou for s in scores]):.3f} | {mean:.3f} | |")
+    return "\n".join(lines)
 
 
 def overlay(
@@ -372,8 +470,9 @@ def main(argv: list[str] | None = None) -> None:
     _load(str(args.detector), str(args.pose), str(args.segmenter))
     if (args.real_dev / "char1").is_dir():
         tables.append(real_report(score_real(args.real_dev, args.overlays)))
+        tables.append(real_pose_report(score_real_pose(args.real_dev)))
     else:
-        tables.append(f"(no real drawings at {args.real_dev}: pass --real-dev)")
+        tables += [f"(no real drawings at {args.real_dev}: pass --real-dev)"] * 2
     print("\n\n".join(tables), flush=True)
     timing = (
         f"Median forward pass on 1 CPU thread: detector {latency_ms(_models['detector']):.1f} ms "
@@ -411,6 +510,11 @@ def markdown(args: argparse.Namespace, tables: list[str], timing: str) -> str:
         f"Masks on the real drawings (`{args.real_dev.name}`, each crop as it is):",
         "",
         tables[2],
+        "",
+        f"Pose on the real drawings annotated as people (`{args.real_dev.name}`, the detector "
+        "on each crop as it is, the joints as the gateway rigs them, against `char_cfg.yaml`):",
+        "",
+        tables[3],
         "",
         timing,
         "",

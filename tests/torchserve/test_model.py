@@ -227,3 +227,38 @@ def test_letterbox_takes_an_image_thinner_than_one_output_pixel() -> None:
         out, _ = letterbox(np.full(shape, 7, np.uint8), 128)
         assert out.shape == (128, 128, 3)
         assert (out == 7).any(), "the image itself must be in the letterbox, not only padding"
+
+
+def test_a_limb_joint_counts_as_missed_only_beyond_a_tenth_of_the_figure() -> None:
+    from animation.skeleton import JOINT_INDEX, JOINTS
+    from torchserve.evaluate import LIMB_JOINTS, limbs_missed
+
+    rng = np.random.default_rng(0)
+    skeleton = rng.uniform(0, 200, (len(JOINTS), 2))
+    joints = {name: skeleton[i].copy() for i, name in enumerate(JOINTS)}
+    box = np.array([0.0, 0.0, 100.0, 200.0])  # longer side 200: PCK radius 20 px
+    assert limbs_missed(skeleton, joints, box) == ()
+    near, far = skeleton.copy(), skeleton.copy()
+    near[JOINT_INDEX["left_hand"]] += [12, 15]  # 19.2 px away
+    far[JOINT_INDEX["left_hand"]] += [12, 17]  # 20.8 px
+    far[JOINT_INDEX["neck"]] += [80, 80]  # not a limb joint: the pose's nose, not scored
+    assert limbs_missed(near, joints, box) == ()
+    assert limbs_missed(far, joints, box) == ("left_hand",)
+    assert len(LIMB_JOINTS) == 12 and "neck" not in LIMB_JOINTS
+
+
+def test_the_pose_is_scored_on_the_real_drawings_annotated_as_people() -> None:
+    from torchserve import evaluate
+
+    real = evaluate.REAL_DEV
+    if not (real / "char1" / "char_cfg.yaml").is_file():
+        pytest.skip(f"no real drawings at {real}")
+    evaluate._load(*(str(WEIGHTS / f"{k}.pt") for k in ("detector", "pose", "segmenter")))
+    scores = evaluate.score_real_pose(real)
+    people = [d.name for d in evaluate.real_drawings(real) if "left_elbow" in d.joints]
+    # A bug's six legs and a pig's four are annotated with skeletons of their own.
+    assert [s.name for s in scores] == people and "char5" not in people and len(people) >= 4
+    assert all(s.box_iou > 0.5 and 0.0 <= s.pck <= 1.0 for s in scores)
+    assert np.mean([s.pck for s in scores]) >= 0.75
+    table = evaluate.real_pose_report(scores)
+    assert table.count("\n| char") == len(scores) and "| mean |" in table
