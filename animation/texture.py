@@ -223,10 +223,8 @@ def palette_sample(colours: np.ndarray, fixed: np.ndarray) -> np.ndarray:
     13 delta E lighter). Seeded, so that a drawing always gets the same palette."""
     step = max(1, len(colours) // (_PALETTE_SAMPLE * _PALETTE_PRESAMPLE))
     pixels = np.clip(np.round(colours[::step]), 0, 255).astype(np.uint8)
-    if len(fixed) == 0:
-        return pixels[:: max(1, len(pixels) // _PALETTE_SAMPLE)]
-    stand_out = np.linalg.norm(_lab(pixels) - _lab(fixed[:1]), axis=1)
-    if stand_out.sum() <= 0:
+    stand_out = np.linalg.norm(_lab(pixels) - _lab(fixed[:1]), axis=1) if len(fixed) else None
+    if stand_out is None or stand_out.sum() <= 0:  # no paper, or nothing but paper: evenly
         return pixels[:: max(1, len(pixels) // _PALETTE_SAMPLE)]
     chosen = np.random.default_rng(0).choice(
         len(pixels), size=_PALETTE_SAMPLE, p=stand_out / stand_out.sum()

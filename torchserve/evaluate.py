@@ -53,14 +53,7 @@ from torchserve.model import (
     pose_input,
     segmenter_input,
 )
-from torchserve.training.metrics import (
-    PCK_THRESHOLD,
-    box_iou,
-    mask_iou,
-    pck_hits,
-    share_inside,
-    summarise_boxes,
-)
+from torchserve.training.metrics import box_iou, mask_iou, pck_hits, share_inside, summarise_boxes
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 REAL_DEV = Path(__file__).resolve().parents[2] / "shared" / "real-dev"
@@ -117,6 +110,15 @@ def _load(detector_path: str, pose_path: str, segmenter_path: str) -> None:
     _models["segmenter"] = load_segmenter(segmenter_path)
 
 
+def _best_box(image: np.ndarray) -> np.ndarray | None:
+    """The detector's best box (x0, y0, x1, y1) in the photo's pixels; None if it found none."""
+    detector = _models["detector"]
+    x, box = detector_input(image, detector.size)
+    with torch.inference_mode():
+        found = decode_detections(detector(x)[0], box, image.shape[1::-1])
+    return np.array(found[0]["bbox"]) if found else None
+
+
 def _keypoints(image: np.ndarray, bbox: np.ndarray) -> np.ndarray:
     """Pose on the crop at ``bbox``, in the photo's pixels, (17, 3)."""
     pose = _models["pose"]
@@ -162,14 +164,10 @@ def score_one(job: tuple[int, str]) -> Scores:
 
     seed, mode = job
     sample = generate(seed, **{mode: HELD_OUT_STYLES})
-    detector = _models["detector"]
-    x, box = detector_input(sample.image, detector.size)
-    with torch.inference_mode():
-        found = decode_detections(detector(x)[0], box, sample.image.shape[1::-1])
+    best = _best_box(sample.image)
     truth = np.asarray(sample.keypoints, dtype=np.float64)
     true_box = np.asarray(sample.bbox, dtype=np.float64)
-    if found:
-        best = np.array(found[0]["bbox"])
+    if best is not None:
         iou = box_iou(best, true_box)
         served_points = _keypoints(sample.image, best)
         served = pck_hits(served_points, truth, true_box)
@@ -230,10 +228,10 @@ def real_drawings(folder: Path) -> list[RealDrawing]:
     return out
 
 
-def score_real(folder: Path, overlays: Path | None) -> list[RealScore]:
+def score_real(drawings: list[RealDrawing], overlays: Path | None) -> list[RealScore]:
     """Every path on each real drawing's crop; overlays of the first two written if asked."""
     scores = []
-    for drawing in real_drawings(folder):
+    for drawing in drawings:
         name, rgb, truth, joints = drawing.name, drawing.rgb, drawing.truth, drawing.points
         masks = three_masks(rgb, joints)
         scores.append(
@@ -269,34 +267,28 @@ class RealPose:
 def limbs_missed(
     skeleton: np.ndarray, joints: dict[str, np.ndarray], box: np.ndarray
 ) -> tuple[str, ...]:
-    """The LIMB_JOINTS of `skeleton` (16, 2), in JOINTS order, farther from the annotated
-    `joints` than PCK_THRESHOLD x the longer side of the figure's `box` (x0, y0, x1, y1)."""
-    side = max(box[2] - box[0], box[3] - box[1])
-    return tuple(
-        name
-        for name in LIMB_JOINTS
-        if np.hypot(*(skeleton[JOINT_INDEX[name]] - joints[name])) > PCK_THRESHOLD * side
-    )
+    """The LIMB_JOINTS of `skeleton` (16, 2), in JOINTS order, that miss the annotated
+    `joints` by PCK@0.1 (`pck_hits`) of the figure's `box` (x0, y0, x1, y1)."""
+    found = skeleton[[JOINT_INDEX[name] for name in LIMB_JOINTS]]
+    truth = np.array([[*joints[name], 1.0] for name in LIMB_JOINTS])  # all labelled
+    hits = pck_hits(found, truth, box)
+    return tuple(name for name, hit in zip(LIMB_JOINTS, hits, strict=True) if not hit)
 
 
-def score_real_pose(folder: Path) -> list[RealPose]:
+def score_real_pose(drawings: list[RealDrawing]) -> list[RealPose]:
     """The served pose on each real drawing annotated as a person (the 12 limb joints of
     AnimatedDrawings' skeleton; a bug's or a pig's skeleton has others): the detector on the
     crop as it is, the pose on its best box, as the gateway rigs it (`Skeleton.from_coco`)."""
     scores = []
-    for drawing in real_drawings(folder):
+    for drawing in drawings:
         if not set(LIMB_JOINTS) <= drawing.joints.keys():
             continue
         ys, xs = np.nonzero(drawing.truth)
         truth_box = np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], dtype=np.float64)
-        detector = _models["detector"]
-        x, letterbox_ = detector_input(drawing.rgb, detector.size)
-        with torch.inference_mode():
-            found = decode_detections(detector(x)[0], letterbox_, drawing.rgb.shape[1::-1])
-        if not found:
+        best = _best_box(drawing.rgb)
+        if best is None:
             scores.append(RealPose(drawing.name, 0.0, LIMB_JOINTS))
             continue
-        best = np.array(found[0]["bbox"])
         skeleton = Skeleton.from_coco(_keypoints(drawing.rgb, best)).rest
         missed = limbs_missed(skeleton, drawing.joints, truth_box)
         scores.append(RealPose(drawing.name, box_iou(best, truth_box), missed))
@@ -469,8 +461,9 @@ def main(argv: list[str] | None = None) -> None:
     tables = [report(results), mask_report(results)]
     _load(str(args.detector), str(args.pose), str(args.segmenter))
     if (args.real_dev / "char1").is_dir():
-        tables.append(real_report(score_real(args.real_dev, args.overlays)))
-        tables.append(real_pose_report(score_real_pose(args.real_dev)))
+        drawings = real_drawings(args.real_dev)
+        tables.append(real_report(score_real(drawings, args.overlays)))
+        tables.append(real_pose_report(score_real_pose(drawings)))
     else:
         tables += [f"(no real drawings at {args.real_dev}: pass --real-dev)"] * 2
     print("\n\n".join(tables), flush=True)

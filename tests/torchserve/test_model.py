@@ -254,8 +254,9 @@ def test_the_pose_is_scored_on_the_real_drawings_annotated_as_people() -> None:
     if not (real / "char1" / "char_cfg.yaml").is_file():
         pytest.skip(f"no real drawings at {real}")
     evaluate._load(*(str(WEIGHTS / f"{k}.pt") for k in ("detector", "pose", "segmenter")))
-    scores = evaluate.score_real_pose(real)
-    people = [d.name for d in evaluate.real_drawings(real) if "left_elbow" in d.joints]
+    drawings = evaluate.real_drawings(real)
+    scores = evaluate.score_real_pose(drawings)
+    people = [d.name for d in drawings if "left_elbow" in d.joints]
     # A bug's six legs and a pig's four are annotated with skeletons of their own.
     assert [s.name for s in scores] == people and "char5" not in people and len(people) >= 4
     assert all(s.box_iou > 0.5 and 0.0 <= s.pck <= 1.0 for s in scores)
