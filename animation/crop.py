@@ -1,15 +1,30 @@
-"""The figure's crop: the detected box grown by a margin, in whole pixels of the image.
+"""The figure's crop: the detected box grown by a margin, in whole pixels of the image; and
+the whole drawing, when the figure found in that crop runs off it.
 
 The gateway crops every upload this way before posing and segmenting; the benchmarks build a
 character from a photo the same way, without importing the gateway.
+
+A detector trained on people boxes the part of a drawing it knows: a pig's head and front
+legs without its body, a head above a huge round body. The figure's mask then runs off the
+crop into an outline that goes on past it; `whole_drawing` finds that outline's extent,
+so the gateway can crop again around all of it.
 """
 
 from __future__ import annotations
 
 import math
 
+import cv2
+import numpy as np
+
+from animation.morph import fill_holes
+from animation.paper import ink_map, stroke_half_width
+
 CROP_MARGIN = 0.1  # of the box's size, on each side: keeps strokes the detector clipped
 MIN_CROP_PX = 8  # a narrower crop holds no drawable figure
+MIN_CONTACT_PX = 3  # mask pixels on a crop edge inside the image; fewer: a stroke's tip
+MAX_DRAWING_SHARE = 0.4  # of the image: a bigger shape is the page, or a background
+MIN_GROWTH = 0.05  # of the crop's longer side: a drawing past it by less is not cropped again
 
 
 def crop_box(
@@ -30,3 +45,77 @@ def crop_box(
     if box[2] - box[0] < MIN_CROP_PX or box[3] - box[1] < MIN_CROP_PX:
         raise ValueError(f"the figure's box {list(bbox)} is too small or outside the image")
     return box
+
+
+def edge_contact(
+    mask: np.ndarray, box: tuple[int, int, int, int], size: tuple[int, int]
+) -> np.ndarray:
+    """(h, w) bool: the pixels of `mask` (over the crop `box`, (left, top, right, bottom) in
+    an image of `size` (width, height)) on the crop's edges that are not the image's."""
+    left, top, right, bottom = box
+    width, height = size
+    edge = np.zeros(mask.shape, bool)
+    if left > 0:
+        edge[:, 0] = True
+    if right < width:
+        edge[:, -1] = True
+    if top > 0:
+        edge[0, :] = True
+    if bottom < height:
+        edge[-1, :] = True
+    return edge & mask
+
+
+def runs_off(mask: np.ndarray, box: tuple[int, int, int, int], size: tuple[int, int]) -> bool:
+    """Whether the figure's `mask` reaches the crop's edge inside the image (see
+    `edge_contact`) in at least MIN_CONTACT_PX pixels."""
+    return int(np.count_nonzero(edge_contact(mask, box, size))) >= MIN_CONTACT_PX
+
+
+def whole_drawing(
+    rgb: np.ndarray, box: tuple[int, int, int, int], mask: np.ndarray
+) -> tuple[int, int, int, int] | None:
+    """(left, top, right, bottom), image px: the extent of the figure's `mask` (h, w bool over
+    the crop `box` of the (H, W, 3) uint8 image `rgb`) and of the drawn shapes it runs into
+    past the crop's edge; None when it runs into none (see `runs_off`), or into none that
+    goes on past the crop by MIN_GROWTH of its size.
+
+    The image's ink, closed over a stroke's width, falls into connected drawings; those
+    whose strokes the mask reaches at the crop's edge are the figure's when, with what
+    they enclose filled, they go on past the crop, enclose as much as their ink covers (an
+    outline around a body, not a line), stay off the image's border and cover less than
+    MAX_DRAWING_SHARE of it. A ruled line, a ground line, the page's edge (the figure lies
+    inside it, not on it) or a page coloured all over is none of these.
+    """
+    height, width = rgb.shape[:2]
+    contact = edge_contact(mask, box, (width, height))
+    if np.count_nonzero(contact) < MIN_CONTACT_PX:
+        return None
+    left, top, right, bottom = box
+    ink = ink_map(np.ascontiguousarray(rgb)).ink
+    # Closed over the figure's own stroke width: the whole image's may be a dark table's.
+    stroke = 2 * stroke_half_width(ink[top:bottom, left:right])
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (max(3, int(round(stroke))) | 1,) * 2)
+    inked = cv2.morphologyEx(ink.astype(np.uint8), cv2.MORPH_CLOSE, kernel)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(inked, connectivity=8)
+    seeds = np.zeros((height, width), np.uint8)
+    seeds[top:bottom, left:right] = contact
+    # The mask's edge may lie a stroke's soft edge off the ink that continues it.
+    touched = np.unique(labels[cv2.dilate(seeds, np.ones((5, 5), np.uint8)) > 0])
+    rows, cols = np.nonzero(mask)
+    extents = [(left + cols.min(), top + rows.min(), left + cols.max() + 1, top + rows.max() + 1)]
+    reach = MIN_GROWTH * max(right - left, bottom - top)
+    for label in touched[touched > 0]:
+        x, y, w, h, ink_px = stats[label]
+        if x == 0 or y == 0 or x + w == width or y + h == height:
+            continue
+        if max(left - x, top - y, x + w - right, y + h - bottom) < reach:
+            continue  # inside the crop, or past it by a few pixels: not worth cropping again
+        area = np.count_nonzero(fill_holes(labels[y : y + h, x : x + w] == label))
+        if area > MAX_DRAWING_SHARE * width * height or area < 2 * ink_px:
+            continue  # the page or a background; or lines, not an outline around something
+        extents.append((x, y, x + w, y + h))
+    if len(extents) == 1:
+        return None
+    corners = np.array(extents)
+    return (*corners[:, :2].min(axis=0).tolist(), *corners[:, 2:].max(axis=0).tolist())
