@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import requests
 
+from animation.crop import runs_off, whole_drawing
 from animation.mask_warnings import WARNINGS
 from gateway import cpu_tasks, metrics
 from gateway.config import Config
@@ -125,18 +126,41 @@ class FigureStage:
         elif given.mask is None:
             with timer.stage("detect"):
                 bbox, score = self.models.detect_scored(decoded.jpeg)
-        box = self._crop_box(scale, bbox, points, given)
-        left, top, right, bottom = box
-        crop = np.ascontiguousarray(decoded.rgb[top:bottom, left:right])
         if segmenter is None:
             segmenter = self.models.serves("segmenter")
         segmenter = segmenter and given.mask is None
-        keypoints, learned = self._crop_models(crop, points, segmenter, timer)
-        if keypoints is None:  # the client's joints, in the crop
-            keypoints = np.column_stack([points - (left, top), np.full(17, np.nan)])
-        mask = self._mask(crop, keypoints, given, learned, box, scale, annotate, timer, client)
+
+        def figure_in(box: Box) -> tuple[np.ndarray, np.ndarray, cpu_tasks.FigureMask]:
+            """The crop at `box`, its keypoints and its mask."""
+            left, top, right, bottom = box
+            crop = np.ascontiguousarray(decoded.rgb[top:bottom, left:right])
+            keypoints, learned = self._crop_models(crop, points, segmenter, timer)
+            if keypoints is None:  # the client's joints, in the crop
+                keypoints = np.column_stack([points - (left, top), np.full(17, np.nan)])
+            mask = self._mask(crop, keypoints, given, learned, box, scale, annotate, timer, client)
+            return crop, keypoints, mask
+
+        box = self._crop_box(scale, bbox, points, given)
+        crop, keypoints, mask = figure_in(box)
+        if score is not None and runs_off(mask.mask, box, (width, height)):
+            whole = self._whole_drawing(decoded.rgb, box, mask.mask, timer, client)
+            if whole is not None:  # the detector boxed a part of the drawing: crop again
+                bbox = (*np.minimum(bbox[:2], whole[:2]), *np.maximum(bbox[2:], whole[2:]))
+                box = self._crop_box(scale, bbox, points, given)
+                crop, keypoints, mask = figure_in(box)
         self._report(mask)
         return Figure(scale, box, crop, keypoints, bbox, score, mask)
+
+    def _whole_drawing(self, rgb, box, mask, timer, client) -> Box | None:
+        """The extent of the whole drawing the mask runs into past the crop's edge
+        (`animation.crop.whole_drawing`, in a render worker), counted when there is one."""
+        with timer.stage("whole_drawing"):
+            whole = self.pool.map(whole_drawing, [(rgb, box, mask)], client)[0]
+        if whole is not None:
+            metrics.CROPS_GROWN.inc()
+            log.info("the figure runs off the detector's box into the drawing around it: "
+                     "cropped again", extra={"box": list(box), "drawing": list(whole)})  # fmt: skip
+        return whole
 
     def _crop_models(
         self, crop: np.ndarray, points: np.ndarray | None, segmenter: bool, timer: StageTimer

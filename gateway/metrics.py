@@ -59,6 +59,11 @@ FIGURE_WARNINGS = Counter(
     "gateway_figure_warnings_total", "Figure masks that looked implausible, by warning code",
     ["code"],
 )  # fmt: skip
+CROPS_GROWN = Counter(
+    "gateway_crops_grown_total",
+    "Figures cropped again around the whole drawing: the detector had boxed a part of it "
+    "(animation.crop.whole_drawing)",
+)
 SEGMENTER_FALLBACKS = Counter(
     "gateway_segmenter_fallbacks_total",
     "Requests whose segmenter call failed and that went on with the OpenCV mask, by reason "
