@@ -6,9 +6,10 @@
 Set 1 ("held-out seeds") is drawn from seeds training never used, in the training styles;
 set 2 ("held-out styles") uses only the styles training never saw (HELD_OUT_STYLES). For
 each photo the detector's best box is scored by IoU against the true box, then the photo is
-cut at that box grown by 10% per side (as the gateway cuts it) and the pose network's joints
-are scored by PCK@0.1 (within 10% of the true box's longer side): the served path, end to
-end. Pose is also scored on crops at the true box (same margin), to separate its own error
+cut at that box grown by 10% per side (as the gateway cuts it; and cut again around the
+whole drawing when the figure runs off that crop, `animation.crop.whole_drawing`) and the
+pose network's joints are scored by PCK@0.1 (within 10% of the true box's longer side): the
+served path, end to end. Pose is also scored on crops at the true box (same margin), to separate its own error
 from the detector's.
 
 The segmenter's mask, cut from the same two crops, is scored by IoU against the generator's
@@ -39,6 +40,7 @@ import torch
 import yaml
 from PIL import Image
 
+from animation.crop import whole_drawing
 from animation.segment import figure_mask
 from animation.skeleton import JOINT_INDEX, JOINTS, Skeleton
 from torchserve.model import (
@@ -159,6 +161,23 @@ def _masks(image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray) -> list[n
     return pages
 
 
+def _served(image: np.ndarray, bbox: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The joints (17, 3) and the page-sized masks per PATHS the gateway finds from the
+    detector's `bbox`: cropped again around the whole drawing when the gateway's mask runs
+    off the first crop into it."""
+    points = _keypoints(image, bbox)
+    pages = _masks(image, bbox, points)
+    piece, origin = crop(image, bbox)
+    (x0, y0), (h, w) = origin.astype(int), piece.shape[:2]
+    gateway = pages[PATHS.index("gateway")][y0 : y0 + h, x0 : x0 + w]
+    whole = whole_drawing(image, (x0, y0, x0 + w, y0 + h), gateway)
+    if whole is None:
+        return points, pages
+    bbox = np.r_[np.minimum(bbox[:2], whole[:2]), np.maximum(bbox[2:], whole[2:])]
+    points = _keypoints(image, bbox)
+    return points, _masks(image, bbox, points)
+
+
 def score_one(job: tuple[int, str]) -> Scores:
     from torchserve.synth import HELD_OUT_STYLES, generate
 
@@ -169,9 +188,9 @@ def score_one(job: tuple[int, str]) -> Scores:
     true_box = np.asarray(sample.bbox, dtype=np.float64)
     if best is not None:
         iou = box_iou(best, true_box)
-        served_points = _keypoints(sample.image, best)
+        served_points, served_masks = _served(sample.image, best)
         served = pck_hits(served_points, truth, true_box)
-        served_ious = [mask_iou(m, sample.mask) for m in _masks(sample.image, best, served_points)]
+        served_ious = [mask_iou(m, sample.mask) for m in served_masks]
     else:  # nothing found: every labelled joint and every mask pixel is missed
         iou = 0.0
         served = np.where(truth[:, 2] > 0, 0.0, np.nan)
