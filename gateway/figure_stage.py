@@ -3,9 +3,12 @@
 decode (render worker) -> bbox (given, else the detector) -> crop -> keypoints (given,
 else the pose model on the crop) and the segmenter's mask (when TorchServe serves it),
 side by side -> mask (given, else the learned one cleaned up, else OpenCV's, in a render
-worker) -> quality warnings. /annotate answers what it found (in the upload's pixels);
-/animate rigs and renders it. Each thing the client gives skips the model that would find
-it; a given mask also fixes the crop (its box), so it skips the detector and the segmenter.
+worker) -> where a detected figure's mask runs off the crop into a drawing that goes on
+past it (`animation.crop.whole_drawing`: a body the detector left out), the same again on a
+crop around the whole drawing -> quality warnings. /annotate answers what it found (in the
+upload's pixels); /animate rigs and renders it. Each thing the client gives skips the model
+that would find it; a given mask also fixes the crop (its box), so it skips the detector
+and the segmenter.
 
 The segmenter is optional: a failing call (TorchServe's 5xx, a timeout, a reply that is no
 mask of the crop) costs the request its learned mask, never its answer: the OpenCV path is
