@@ -19,6 +19,7 @@ from PIL import Image
 
 from animation.bvh import UPLOAD_LIMITS, BVHError, BVHLimitError, parse_bvh_bytes
 from animation.character import Character, for_output
+from animation.crop import whole_drawing
 from animation.figure_mask import FigureJoints
 from animation.mask_warnings import mask_warnings
 from animation.motions import Motion, MotionError, MotionSpec, load_motion, motion_from_bvh
@@ -106,6 +107,12 @@ def read_motion(upload: MotionUpload) -> Motion:
 
 def decode(data: bytes, max_pixels: int, max_side: int) -> ModelImage:
     return decode_for_models(data, max_pixels, max_side)
+
+
+def whole_drawing_box(rgb: np.ndarray, crop_box: Box, mask: np.ndarray) -> Box | None:
+    """`animation.crop.whole_drawing` over the model image: the box of the whole drawing the
+    crop's figure `mask` runs into past the crop's edge, or None."""
+    return whole_drawing(rgb, crop_box, mask)
 
 
 def _given_mask(png: bytes, box: Box, crop_box: Box, scale: Scale) -> np.ndarray:

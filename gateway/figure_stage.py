@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import requests
 
-from animation.crop import runs_off, whole_drawing
+from animation.crop import runs_off
 from animation.mask_warnings import WARNINGS
 from gateway import cpu_tasks, metrics
 from gateway.config import Config
@@ -158,7 +158,7 @@ class FigureStage:
         """The extent of the whole drawing the mask runs into past the crop's edge
         (`animation.crop.whole_drawing`, in a render worker), counted when there is one."""
         with timer.stage("whole_drawing"):
-            whole = self.pool.map(whole_drawing, [(rgb, box, mask)], client)[0]
+            whole = self.pool.map(cpu_tasks.whole_drawing_box, [(rgb, box, mask)], client)[0]
         if whole is not None:
             metrics.CROPS_GROWN.inc()
             log.info("the figure runs off the detector's box into the drawing around it: "
