@@ -32,7 +32,7 @@ from gateway import cpu_tasks, metrics
 from gateway.config import Config
 from gateway.cpu_pool import CpuPool
 from gateway.errors import ApiError, BadRequest, ModelUnavailable
-from gateway.geometry import Box, Scale
+from gateway.geometry import Box, Scale, pixels_holding
 from gateway.greenlets import run_all
 from gateway.parsing import FigureOptions
 from gateway.preprocess import ModelImage, crop_box, encode_jpeg
@@ -140,6 +140,11 @@ class FigureStage:
             keypoints, learned = self._crop_models(crop, points, segmenter, timer)
             if keypoints is None:  # the client's joints, in the crop
                 keypoints = np.column_stack([points - (left, top), np.full(17, np.nan)])
+            else:  # a joint in the letterbox's padding is on the crop's edge: the figure is
+                # on the crop (and /annotate's joints, sent back, then keep this very crop)
+                keypoints[:, :2] = np.clip(
+                    keypoints[:, :2], 0, (right - left - 1, bottom - top - 1)
+                )
             mask = self._mask(crop, keypoints, given, learned, box, scale, annotate, timer, client)
             return crop, keypoints, mask
 
@@ -242,8 +247,9 @@ class FigureStage:
                              f"({scale.upload[0]}x{scale.upload[1]})")  # fmt: skip
         left, top, right, bottom = scale.box_to_model(mask_box)
         if points is not None:
-            left, top = np.minimum((left, top), np.floor(points.min(0)).astype(int))
-            right, bottom = np.maximum((right, bottom), np.ceil(points.max(0)).astype(int) + 1)
+            held = pixels_holding(points)
+            left, top = min(left, held[0]), min(top, held[1])
+            right, bottom = max(right, held[2]), max(bottom, held[3])
         box = (max(0, left), max(0, top), min(width, right), min(height, bottom))
         if box[2] - box[0] < 2 or box[3] - box[1] < 2:
             raise BadRequest(f"mask 'box' {list(mask_box)} is too small to hold a figure")

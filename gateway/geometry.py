@@ -66,6 +66,20 @@ class Scale:
         return model_box, mask[np.ix_(rows, cols)]
 
 
+# Model px: how far a point mapped to the upload's pixels and back may land from where it
+# was (float error: ~1e-13 at any scale).
+ROUND_TRIP_PX = 1e-6
+
+
+def pixels_holding(points: np.ndarray) -> Box:
+    """The box of whole model pixels that holds (N, 2) model-px `points`, a point at x
+    taking pixels floor(x)..ceil(x) (the same for one mapped to the upload's pixels and
+    back, so /annotate's joints sent back keep the crop they came from)."""
+    low = np.floor(points.min(0) + ROUND_TRIP_PX).astype(int)
+    high = np.ceil(points.max(0) - ROUND_TRIP_PX).astype(int) + 1
+    return int(low[0]), int(low[1]), int(high[0]), int(high[1])
+
+
 def _first(edge: float) -> int:
     """The first pixel whose centre lies at or past `edge` (in pixels of the other side)."""
     return math.ceil(round(edge - 0.5, 9))  # rounding: 1e-9 px of float noise is no pixel

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gateway.geometry import Scale
+from gateway.geometry import Scale, pixels_holding
 
 
 @pytest.mark.parametrize(("upload", "model"), [
@@ -43,3 +43,22 @@ def test_points_scale_by_each_axis():
     points = np.array([[100.0, 100.0], [999.0, 499.0]])
     np.testing.assert_allclose(scale.points_to_model(points), [[50, 40], [499.5, 199.6]])
     np.testing.assert_allclose(scale.points_to_upload(scale.points_to_model(points)), points)
+
+
+@pytest.mark.parametrize(("upload", "model"), [
+    ((2000, 1500), (1000, 750)), ((1999, 1333), (999, 666)), ((3024, 4032), (750, 1000)),
+    ((1234, 987), (1000, 800)), ((640, 480), (640, 480)),
+])  # fmt: skip
+def test_joints_sent_back_through_upload_pixels_are_held_by_the_same_pixels(upload, model):
+    # A joint on a crop's last pixel (the pose model's joints are kept on the crop) comes
+    # back from the upload's pixels a hair past it (x / f * f is not x in floats); the
+    # crop it asks for must not grow by a pixel for that.
+    scale = Scale(upload, model)
+    rng = np.random.default_rng(1)
+    ends = np.arange(model[0] - 1, dtype=np.float64)
+    for x in np.concatenate([ends, rng.random(200) * (model[0] - 1)]):
+        points = np.array([[x, x * model[1] / model[0]], [x / 2, 0.0]])
+        back = scale.points_to_model(scale.points_to_upload(points))
+        assert pixels_holding(back) == pixels_holding(points)
+    assert pixels_holding(np.array([[3.0, 4.0]])) == (3, 4, 4, 5)
+    assert pixels_holding(np.array([[2.5, 0.2], [7.0, 9.9]])) == (2, 0, 8, 11)
