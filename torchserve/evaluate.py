@@ -122,13 +122,15 @@ def _best_box(image: np.ndarray) -> np.ndarray | None:
 
 
 def _keypoints(image: np.ndarray, bbox: np.ndarray) -> np.ndarray:
-    """Pose on the crop at ``bbox``, in the photo's pixels, (17, 3)."""
+    """Pose on the crop at ``bbox``, in the photo's pixels, (17, 3); kept on the crop, as
+    the gateway keeps them."""
     pose = _models["pose"]
     piece, origin = crop(image, bbox)
     x, box = pose_input(piece, pose.size)
     with torch.inference_mode():
         points = np.array(decode_keypoints(pose(x)[0], box))
-    points[:, :2] += origin
+    height, width = piece.shape[:2]
+    points[:, :2] = np.clip(points[:, :2], 0, (width - 1, height - 1)) + origin
     return points
 
 
