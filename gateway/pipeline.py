@@ -34,9 +34,10 @@ from gateway.torchserve_client import TorchServeClient
 
 log = logging.getLogger("gateway.pipeline")
 # Bump when the gateway's own preparation changes what a GIF looks like (the crop margin,
-# the texture and mask built in cpu_tasks, the resolution the rig is built at). Library,
-# motion and model versions are read.
-PREPARATION_VERSION = 4
+# the second crop around the whole drawing, the joints kept on the crop, the texture and
+# mask built in cpu_tasks, the resolution the rig is built at). Library, motion and model
+# versions are read.
+PREPARATION_VERSION = 5
 
 
 def _split(names: list, parts: int) -> list[list]:
