@@ -18,8 +18,8 @@ import requests
 from PIL import Image, ImageSequence
 
 from tests.gateway.images import drawing, encode
-from tests.gateway.test_figure_masks import REAL_DEV
 from tests.gateway.test_service import assert_error, model_calls, stages
+from tests.support.real_photos import REAL_DEV
 
 pytestmark = pytest.mark.integration
 MODELS = ("drawn_humanoid_detector", "drawn_humanoid_pose_estimator", "drawn_humanoid_segmenter")
