@@ -159,25 +159,25 @@ def test_a_figure_the_detector_boxed_in_part_is_cropped_again_around_all_of_it(
     assert "cropped again" in gateway.log_text()
 
 
-@pytest.mark.parametrize("name", ["char1", "char2", "char3", "char4", "char5"])
-def test_real_drawings_photographed_at_an_angle_keep_their_outline(gateway, name):
+@pytest.mark.parametrize(("name", "seed"), [
+    *((f"char{i}", seed) for i in range(1, 6) for seed in (0, 1)), ("char6", 0),
+])  # fmt: skip
+def test_real_drawings_photographed_at_an_angle_keep_their_outline(gateway, name, seed):
     # Material nobody on the team made: real-dev's crops, each laid on a page of its own
     # paper, photographed again at an angle on a table with the light falling off. Through
-    # the whole gateway, two photos each: IoU against the annotated mask 0.922-0.974, mean
-    # 0.948 (char1-5, seeds 0 and 1). The pig is left out: the detector refuses one of its
-    # photos (score under 0.3).
+    # the whole gateway, IoU against the annotated mask: 0.922-0.974 for char1-5 (mean
+    # 0.948); 0.984 for the pig, whose body the detector leaves out and the second crop
+    # takes in (0.38 without it). The pig's photo of seed 1 is refused (detector score
+    # under 0.3).
     folder = REAL_DEV / name
     if not (folder / "mask.png").is_file():
         pytest.skip(f"{folder} is missing: the real drawings live beside the checkout")
-    ious = []
-    for seed in (0, 1):
-        jpeg, truth = angled_photo(folder, seed)
-        reply = requests.post(f"{gateway.url}/annotate", timeout=60,
-                              files={"image": ("photo.jpg", jpeg, "image/jpeg")})  # fmt: skip
-        assert reply.status_code == 200, reply.text
-        mask = page_mask(reply.json())
-        ious.append((mask & truth).sum() / (mask | truth).sum())
-    assert min(ious) >= 0.9, ious
+    jpeg, truth = angled_photo(folder, seed)
+    reply = requests.post(f"{gateway.url}/annotate", timeout=60,
+                          files={"image": ("photo.jpg", jpeg, "image/jpeg")})  # fmt: skip
+    assert reply.status_code == 200, reply.text
+    mask = page_mask(reply.json())
+    assert (mask & truth).sum() / (mask | truth).sum() >= 0.9
 
 
 def crops_grown(url: str) -> float:
