@@ -17,6 +17,7 @@ import math
 import cv2
 import numpy as np
 
+from animation import morph
 from animation.morph import fill_holes
 from animation.paper import ink_map, stroke_half_width
 
@@ -24,6 +25,7 @@ CROP_MARGIN = 0.1  # of the box's size, on each side: keeps strokes the detector
 MIN_CROP_PX = 8  # a narrower crop holds no drawable figure
 MIN_CONTACT_PX = 3  # mask pixels on a crop edge inside the image; fewer: a stroke's tip
 MAX_DRAWING_SHARE = 0.4  # of the image: a bigger shape is the page, or a background
+BROAD_STROKES = 1.5  # ink this many strokes deep is a patch (a shadow, a table), not a line
 MIN_GROWTH = 0.05  # of the crop's longer side: a drawing past it by less is not cropped again
 
 
@@ -80,12 +82,13 @@ def whole_drawing(
     past the crop's edge; None when it runs into none (see `runs_off`), or into none that
     goes on past the crop by MIN_GROWTH of its size.
 
-    The image's ink, closed over a stroke's width, falls into connected drawings; those
-    whose strokes the mask reaches at the crop's edge are the figure's when, with what
-    they enclose filled, they go on past the crop, enclose as much as their ink covers (an
-    outline around a body, not a line), stay off the image's border and cover less than
-    MAX_DRAWING_SHARE of it. A ruled line, a ground line, the page's edge (the figure lies
-    inside it, not on it) or a page coloured all over is none of these.
+    The image's strokes (its ink less the broad patches: a shadow, the table past the
+    page's edge), closed over the figure's stroke width, fall into connected drawings.
+    Those the mask reaches at the crop's edge are the figure's when they go on past the
+    crop, stay off the image's border, cover less than MAX_DRAWING_SHARE of it with what
+    they enclose, and enclose one region bigger than their own ink (an outline around a
+    body). A ruled or a ground line, the lattice of squared paper, the page's edge (the
+    figure lies inside it, not on it) or a page coloured all over is none of these.
     """
     height, width = rgb.shape[:2]
     contact = edge_contact(mask, box, (width, height))
@@ -93,10 +96,13 @@ def whole_drawing(
         return None
     left, top, right, bottom = box
     ink = ink_map(np.ascontiguousarray(rgb)).ink
-    # Closed over the figure's own stroke width: the whole image's may be a dark table's.
+    # The figure's own stroke width: the whole image's may be a dark table's.
     stroke = 2 * stroke_half_width(ink[top:bottom, left:right])
+    # Strokes only: what is darker than the paper over a broad patch (a shadow, the table
+    # past the page's edge) would join the drawing to the image's border.
+    strokes = ink & ~morph.opening(ink, BROAD_STROKES * stroke)
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (max(3, int(round(stroke))) | 1,) * 2)
-    inked = cv2.morphologyEx(ink.astype(np.uint8), cv2.MORPH_CLOSE, kernel)
+    inked = cv2.morphologyEx(strokes.astype(np.uint8), cv2.MORPH_CLOSE, kernel)
     count, labels, stats, _ = cv2.connectedComponentsWithStats(inked, connectivity=8)
     seeds = np.zeros((height, width), np.uint8)
     seeds[top:bottom, left:right] = contact
@@ -111,11 +117,20 @@ def whole_drawing(
             continue
         if max(left - x, top - y, x + w - right, y + h - bottom) < reach:
             continue  # inside the crop, or past it by a few pixels: not worth cropping again
-        area = np.count_nonzero(fill_holes(labels[y : y + h, x : x + w] == label))
-        if area > MAX_DRAWING_SHARE * width * height or area < 2 * ink_px:
-            continue  # the page or a background; or lines, not an outline around something
+        drawn = labels[y : y + h, x : x + w] == label
+        shape = fill_holes(drawn)
+        if np.count_nonzero(shape) > MAX_DRAWING_SHARE * width * height:
+            continue  # the page, or a background
+        if _largest_area(shape & ~drawn) < ink_px:
+            continue  # lines, or a lattice of them (squared paper): no outline around a body
         extents.append((x, y, x + w, y + h))
     if len(extents) == 1:
         return None
     corners = np.array(extents)
     return (*corners[:, :2].min(axis=0).tolist(), *corners[:, 2:].max(axis=0).tolist())
+
+
+def _largest_area(mask: np.ndarray) -> int:
+    """Pixels in the largest 4-connected piece of an (H, W) bool `mask` (0 if empty)."""
+    count, _, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=4)
+    return int(stats[1:, cv2.CC_STAT_AREA].max()) if count > 1 else 0

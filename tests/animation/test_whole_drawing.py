@@ -143,3 +143,28 @@ def test_the_page_around_the_figure_is_not_taken_for_it(table):
     found = whole_drawing(rgb, box, mask_over(rgb, box))
     assert found is not None
     assert np.abs(np.subtract(found, drawn_extent(pig))).max() <= 4, found
+
+
+def test_squared_paper_is_not_taken_in():
+    # A small figure on a squared sheet lying on a table, its arm's stroke running on into
+    # the grid past the crop: the grid's cells enclose paper, together far more than the
+    # grid's ink, but each far less; a lattice, not an outline around a body.
+    def scene(canvas):
+        canvas[:] = (120, 85, 55)
+        canvas[100:350, 150:450] = PAPER
+        for x in range(156, 450, 20):
+            cv2.line(canvas, (x, 100), (x, 349), (90, 100, 160), 2)
+        for y in range(106, 350, 20):
+            cv2.line(canvas, (150, y), (449, y), (90, 100, 160), 2)
+        cv2.circle(canvas, (300, 170), 22, INK, 3, cv2.LINE_AA)
+        cv2.line(canvas, (300, 192), (300, 260), INK, 3, cv2.LINE_AA)
+        cv2.line(canvas, (240, 215), (360, 215), INK, 3, cv2.LINE_AA)
+
+    rgb = page(scene)
+    box = (260, 140, 340, 280)
+    left, top, right, bottom = box
+    mask = (
+        cv2.dilate(ink_map(rgb).ink[top:bottom, left:right].astype(np.uint8), np.ones((5, 5))) > 0
+    )
+    assert runs_off(mask, box, (SIZE[1], SIZE[0]))
+    assert whole_drawing(rgb, box, mask) is None
