@@ -31,7 +31,7 @@ from animation.mask_warnings import WARNINGS
 from gateway import cpu_tasks, metrics
 from gateway.config import Config
 from gateway.cpu_pool import CpuPool
-from gateway.errors import ApiError, BadRequest, ModelUnavailable
+from gateway.errors import ApiError, BadRequest, ModelUnavailable, PoseNotFound
 from gateway.geometry import Box, Scale, pixels_holding
 from gateway.greenlets import run_all
 from gateway.parsing import FigureOptions
@@ -151,24 +151,28 @@ class FigureStage:
         box = self._crop_box(scale, bbox, points, given)
         crop, keypoints, mask = figure_in(box)
         if score is not None and runs_off(mask.mask, box, (width, height)):
-            whole = self._whole_drawing(decoded.rgb, box, mask.mask, timer, client)
+            with timer.stage("whole_drawing"):
+                whole = self.pool.map(
+                    cpu_tasks.whole_drawing_box, [(decoded.rgb, box, mask.mask)], client
+                )[0]
             if whole is not None:  # the detector boxed a part of the drawing: crop again
-                bbox = (*np.minimum(bbox[:2], whole[:2]), *np.maximum(bbox[2:], whole[2:]))
-                box = self._crop_box(scale, bbox, points, given)
-                crop, keypoints, mask = figure_in(box)
+                grown = (*np.minimum(bbox[:2], whole[:2]), *np.maximum(bbox[2:], whole[2:]))
+                grown_box = self._crop_box(scale, grown, points, given)
+                try:
+                    crop, keypoints, mask = figure_in(grown_box)
+                except PoseNotFound as exc:  # the first crop's figure is still an answer
+                    log.info("no pose on the whole drawing, the first crop is kept: %s", exc)
+                else:
+                    self._cropped_again(box, whole)
+                    bbox, box = grown, grown_box
         self._report(mask)
         return Figure(scale, box, crop, keypoints, bbox, score, mask)
 
-    def _whole_drawing(self, rgb, box, mask, timer, client) -> Box | None:
-        """The extent of the whole drawing the mask runs into past the crop's edge
-        (`animation.crop.whole_drawing`, in a render worker), counted when there is one."""
-        with timer.stage("whole_drawing"):
-            whole = self.pool.map(cpu_tasks.whole_drawing_box, [(rgb, box, mask)], client)[0]
-        if whole is not None:
-            metrics.CROPS_GROWN.inc()
-            log.info("the figure runs off the detector's box into the drawing around it: "
-                     "cropped again", extra={"box": list(box), "drawing": list(whole)})  # fmt: skip
-        return whole
+    @staticmethod
+    def _cropped_again(box: Box, whole: Box) -> None:
+        metrics.CROPS_GROWN.inc()
+        log.info("the figure runs off the detector's box into the drawing around it: "
+                 "cropped again", extra={"box": list(box), "drawing": list(whole)})  # fmt: skip
 
     def _crop_models(
         self, crop: np.ndarray, points: np.ndarray | None, segmenter: bool, timer: StageTimer
