@@ -9,8 +9,8 @@ each photo the detector's best box is scored by IoU against the true box, then t
 cut at that box grown by 10% per side (as the gateway cuts it; and cut again around the
 whole drawing when the figure runs off that crop, `animation.crop.whole_drawing`) and the
 pose network's joints are scored by PCK@0.1 (within 10% of the true box's longer side): the
-served path, end to end. Pose is also scored on crops at the true box (same margin), to separate its own error
-from the detector's.
+served path, end to end. Pose is also scored on crops at the true box (same margin), to
+separate its own error from the detector's.
 
 The segmenter's mask, cut from the same two crops, is scored by IoU against the generator's
 exact mask (the figure's filled silhouette), beside the OpenCV path

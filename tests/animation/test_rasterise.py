@@ -1,7 +1,5 @@
 """The backward rasteriser: each output pixel takes its texel through its triangle's map."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -10,8 +8,8 @@ from animation.character import load_character
 from animation.mesh import Mesh, build_mesh
 from animation.rasterise import mesh_pieces, rasterise, uncovered_texels
 from tests.animation.rigs import character, rig
+from tests.support.real_photos import real_dev
 
-REAL = Path(__file__).resolve().parents[3] / "shared" / "real-dev"
 BACKGROUND = 255
 
 
@@ -95,10 +93,7 @@ def test_texels_outside_every_triangle_are_drawn_with_their_nearest_triangle():
 
 @pytest.mark.parametrize("name", ["char1", "char2", "char3", "char4"])
 def test_a_real_drawing_s_mesh_covers_its_drawn_texels(name):
-    folder = REAL / name
-    if not (folder / "char_cfg.yaml").is_file():
-        pytest.skip(f"real drawing {folder} is not here")
-    character = load_character(folder)
+    character = load_character(real_dev(name, "char_cfg.yaml").parent)
     mesh = build_mesh(character.mask, character.skeleton.rest)
     assert len(uncovered_texels(mesh)[0]) <= 10  # of 30,000-150,000
     table = _indexed(mesh)

@@ -4,23 +4,18 @@ These are AnimatedDrawings' example characters, with masks made by its tools: no
 the team drew them, so they say how the OpenCV path does on drawings it was not built on.
 """
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from animation.segment import figure_mask
 from animation.segment_eval import dev_characters, joints_inside, mask_iou
-
-REAL_DEV = Path(__file__).resolve().parents[2].parent / "shared" / "real-dev"
+from tests.support.real_photos import real_dev
 
 
 @pytest.fixture(scope="module")
 def results():
-    if not REAL_DEV.is_dir():
-        pytest.skip(f"{REAL_DEV} is missing: the real drawings live beside the checkout")
     out = {}
-    for c in dev_characters(REAL_DEV):
+    for c in dev_characters(real_dev()):
         mask = figure_mask(c.rgb, c.joints).mask
         out[c.name] = (mask_iou(mask, c.truth), joints_inside(mask, c.joints.points))
     assert len(out) >= 6, sorted(out)

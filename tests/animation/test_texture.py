@@ -1,5 +1,4 @@
 import io
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -22,16 +21,13 @@ from animation.texture import (
 )
 from tests.animation.photo import photographed
 from tests.animation.rigs import rig
+from tests.support.real_photos import real_dev
 
-REAL = Path(__file__).resolve().parents[3] / "shared" / "real-dev"
 REAL_CHARACTERS = ("char1", "char2", "char3", "char4")
 
 
 def _real(name: str):
-    folder = REAL / name
-    if not (folder / "char_cfg.yaml").is_file():
-        pytest.skip(f"real drawing {folder} is not here")
-    return load_character(folder)
+    return load_character(real_dev(name, "char_cfg.yaml").parent)
 
 
 def _clean(photo):
@@ -142,9 +138,7 @@ STROKE_CORE_BOUND = 10.0
 
 @pytest.mark.parametrize("name", ["char1", "char2", "char3", "char4", "char5", "char6"])
 def test_the_strokes_keep_their_colour(name):
-    folder = REAL / name
-    if not (folder / "mask.png").is_file():
-        pytest.skip(f"real drawing {folder} is not here")
+    folder = real_dev(name, "mask.png").parent
     rgba = np.asarray(Image.open(folder / "texture.png").convert("RGBA"))
     mask = np.asarray(Image.open(folder / "mask.png").convert("L")) > 127
     cleaned = clean_texture(rgba, mask)

@@ -26,6 +26,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from animation.skeleton import COCO_KEYPOINTS
 from tests.gateway.images import drawing, encode
 from tests.support.gateway_server import gateways
+from tests.support.real_photos import real_dev
 
 pytestmark = pytest.mark.integration
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -285,19 +286,15 @@ def test_the_page_carries_its_security_headers(gateway):
     assert api.headers["Content-Security-Policy"].startswith("default-src 'none'")
 
 
-REAL_PHOTO = Path(__file__).resolve().parents[2].parent / "shared" / "real-dev" / "char4" / "original_img.png"  # fmt: skip
-
-
 def test_a_real_phone_photo(browser, gateway):
     """A 3024x4032 phone photo of a real child's drawing (AnimatedDrawings' example, beside
     the checkout): the joints land where /annotate put them, and it animates."""
-    if not REAL_PHOTO.exists():
-        pytest.skip(f"{REAL_PHOTO} is missing: the real drawings live beside the checkout")
+    photo = real_dev("char4", "original_img.png")
     browser.set_window_size(1100, 1300)
     open_page(browser, gateway.url)
-    upload(browser, REAL_PHOTO)
+    upload(browser, photo)
     wait(browser, joints_shown)
-    expected = requests.post(f"{gateway.url}/annotate", data=REAL_PHOTO.read_bytes(),
+    expected = requests.post(f"{gateway.url}/annotate", data=photo.read_bytes(),
                              headers={"Content-Type": "image/png"}, timeout=60).json()  # fmt: skip
     assert expected["image"] == {"width": 3024, "height": 4032}
     shown = joints(browser)

@@ -19,7 +19,7 @@ from PIL import Image, ImageSequence
 
 from tests.gateway.images import drawing, encode
 from tests.gateway.test_service import assert_error, model_calls, stages
-from tests.support.real_photos import REAL_DEV
+from tests.support.real_photos import real_dev
 
 pytestmark = pytest.mark.integration
 MODELS = ("drawn_humanoid_detector", "drawn_humanoid_pose_estimator", "drawn_humanoid_segmenter")
@@ -160,9 +160,7 @@ def test_joints_the_pose_model_put_past_the_crop_are_kept_on_it(gateway):
     # real-dev's pig: the pose model (it knows people) put two ankles below its crop, in
     # the letterbox's padding. Fed back, those joints made the crop grow to hold them, and
     # the GIFs changed. Kept on the crop's edge, the answer fed back gives the same GIFs.
-    photo = REAL_DEV / "char6" / "image.png"
-    if not photo.is_file():
-        pytest.skip(f"{photo} is missing: the real drawings live beside the checkout")
+    photo = real_dev("char6", "image.png")
     upload = {"image": ("pig.png", photo.read_bytes(), "image/png")}
     options = {"motions": "dab", "size": "160", "fps": "8"}
     detected = requests.post(f"{gateway.url}/animate", files=upload, data=options, timeout=60)

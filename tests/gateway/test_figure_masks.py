@@ -26,7 +26,7 @@ from tests.gateway.images import encode
 from tests.gateway.test_service import model_calls
 from tests.support.drawings import drawing as plain_drawing
 from tests.support.drawings import model_free_form, post_drawing
-from tests.support.real_photos import REAL_DEV, photographed
+from tests.support.real_photos import photographed, real_dev
 from tests.support.torchserve import make_torchserve
 from torchserve.synth import HELD_OUT_STYLES, generate
 
@@ -138,9 +138,7 @@ def test_a_figure_the_detector_boxed_in_part_is_cropped_again_around_all_of_it(
     # front legs, x 320-457 of 600; the body's outline runs off that crop. Cut there, the
     # body was left out and the rig drew long wedges. The whole pig runs from its tail's
     # tip (x 67) to its snout (x 473).
-    photo = REAL_DEV / "char6" / "image.png"
-    if not photo.is_file():
-        pytest.skip(f"{photo} is missing: the real drawings live beside the checkout")
+    photo = real_dev("char6", "image.png")
     before = model_calls(torchserve_server)
     grown = crops_grown(gateway.url)
     reply = requests.post(f"{gateway.url}/annotate", timeout=60,
@@ -170,10 +168,7 @@ def test_real_drawings_photographed_again_keep_their_outline(gateway, name, seed
     # its body taken in by the second crop (0.38 without it; without setting the
     # shadow's and the table's broad patches aside, the pig reached the photo's border
     # and was not taken in). Its photos of seeds 0-2 are refused, or keep the first crop.
-    folder = REAL_DEV / name
-    if not (folder / "mask.png").is_file():
-        pytest.skip(f"{folder} is missing: the real drawings live beside the checkout")
-    png, truth = photographed(folder, seed)
+    png, truth = photographed(real_dev(name), seed)
     reply = requests.post(f"{gateway.url}/annotate", timeout=60,
                           files={"image": ("photo.png", png, "image/png")})  # fmt: skip
     assert reply.status_code == 200, reply.text

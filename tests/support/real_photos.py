@@ -1,5 +1,10 @@
-"""Real drawings (`../shared/real-dev`, beside the checkout) photographed again by the
-synthetic generator's camera (`torchserve.rephoto`): whole photos whose mask is known."""
+"""Real drawings (`../shared/real-dev`, beside the checkout): where they are, and photographed
+again by the synthetic generator's camera (`torchserve.rephoto`): whole photos whose mask is
+known.
+
+CI and `make test` run with `../shared` beside the checkout, so every test that reads them
+runs there; a checkout without it (the installed wheel's tests) skips those tests, saying why.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,20 @@ import io
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from torchserve.rephoto import rephotograph
 
 REAL_DEV = Path(__file__).resolve().parents[2].parent / "shared" / "real-dev"
+
+
+def real_dev(*parts: str) -> Path:
+    """`REAL_DEV` joined with `parts`; the test is skipped when that is not there."""
+    path = REAL_DEV.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is missing: the real drawings live beside the checkout")
+    return path
 
 
 def photographed(folder: Path, seed: int) -> tuple[bytes, np.ndarray]:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.real_photos import real_dev
 from torchserve.model import (
     DetectorNet,
     PoseNet,
@@ -250,9 +251,7 @@ def test_a_limb_joint_counts_as_missed_only_beyond_a_tenth_of_the_figure() -> No
 def test_the_pose_is_scored_on_the_real_drawings_annotated_as_people() -> None:
     from torchserve import evaluate
 
-    real = evaluate.REAL_DEV
-    if not (real / "char1" / "char_cfg.yaml").is_file():
-        pytest.skip(f"no real drawings at {real}")
+    real = real_dev()
     evaluate._load(*(str(WEIGHTS / f"{k}.pt") for k in ("detector", "pose", "segmenter")))
     drawings = evaluate.real_drawings(real)
     scores = evaluate.score_real_pose(drawings)
