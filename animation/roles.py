@@ -107,6 +107,9 @@ def _classify(name: str) -> tuple[str | None, str | None]:
         elif len(word) > 1 and flat.endswith(word):  # ArmLeft
             candidates.append((side, flat[: -len(word)]))
     for side, part in candidates:
+        # DAZ Genesis 3/8 split each limb bone: lShldrBend is the upper arm, lShldrTwist a
+        # helper partway down it (no kind, like HumanIK's roll joints).
+        part = part.removesuffix("bend")
         for kind, aliases in _SIDED_KINDS.items():
             if part in aliases:
                 return side, kind

@@ -174,6 +174,43 @@ rFoot rShin 0 -42 0
 """
 
 
+# DAZ Genesis 3 and 8: each limb bone in two, a "Bend" joint where the bone starts and a
+# "Twist" joint partway down it; abdomenLower..chestUpper, neckLower/neckUpper.
+GENESIS = """
+hip - 0 100 0
+pelvis hip 0 0 0
+abdomenLower hip 0 8 0
+abdomenUpper abdomenLower 0 8 0
+chestLower abdomenUpper 0 8 0
+chestUpper chestLower 0 8 0
+neckLower chestUpper 0 20 0
+neckUpper neckLower 0 4 0
+head neckUpper 0 6 0
+lCollar chestUpper 4 16 0
+lShldrBend lCollar 12 0 0
+lShldrTwist lShldrBend 13 0 0
+lForearmBend lShldrTwist 14 0 0
+lForearmTwist lForearmBend 12 0 0
+lHand lForearmTwist 12 0 0
+lThighBend pelvis 9 -4 0
+lThighTwist lThighBend 0 -20 0
+lShin lThighTwist 0 -22 0
+lFoot lShin 0 -42 0
+lToe lFoot 0 -4 6
+rCollar chestUpper -4 16 0
+rShldrBend rCollar -12 0 0
+rShldrTwist rShldrBend -13 0 0
+rForearmBend rShldrTwist -14 0 0
+rForearmTwist rForearmBend -12 0 0
+rHand rForearmTwist -12 0 0
+rThighBend pelvis -9 -4 0
+rThighTwist rThighBend 0 -20 0
+rShin rThighTwist 0 -22 0
+rFoot rShin 0 -42 0
+rToe rFoot 0 -4 6
+"""
+
+
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
@@ -182,6 +219,10 @@ rFoot rShin 0 -42 0
         (ASF, {"hips": "root", "chest": "thorax", "neck": "lowerneck", "left_shoulder": "lhumerus",
                "left_elbow": "lradius", "left_hand": "lwrist", "left_hip": "lfemur",
                "left_knee": "ltibia", "left_foot": "lfoot", "right_hand": "rwrist"}),
+        (GENESIS, {"chest": "chestUpper", "neck": "neckLower",
+                   "left_shoulder": "lShldrBend", "left_elbow": "lForearmBend", "left_hand": "lHand",
+                   "right_elbow": "rForearmBend", "left_hip": "lThighBend", "left_knee": "lShin",
+                   "right_hip": "rThighBend", "right_foot": "rFoot"}),
         (POSER, {"hips": "hip", "chest": "chest", "left_shoulder": "lShldr", "left_elbow": "lForeArm",
                  "left_hip": "lThigh", "left_knee": "lShin", "right_foot": "rFoot"}),
     ],
