@@ -49,6 +49,39 @@ def crop_box(
     return box
 
 
+def margin_lost(
+    bbox: tuple[float, float, float, float], size: tuple[int, int], margin: float = CROP_MARGIN
+) -> tuple[int, int, int, int]:
+    """(left, top, right, bottom) px of `crop_box`'s margin that the image's edges cut off:
+    0 where the image goes on, up to `margin` of `bbox`'s (clipped to the image) width and
+    height where the box lies against an edge (an upload cropped tight round the figure)."""
+    width, height = size
+    left, top = max(0.0, bbox[0]), max(0.0, bbox[1])
+    right, bottom = min(float(width), bbox[2]), min(float(height), bbox[3])
+    dx, dy = (right - left) * margin, (bottom - top) * margin
+    return (
+        max(0, -math.floor(left - dx)),
+        max(0, -math.floor(top - dy)),
+        max(0, math.ceil(right + dx) - width),
+        max(0, math.ceil(bottom + dy) - height),
+    )
+
+
+def paper_beyond(crop: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
+    """The (h, w, 3) crop with `pads` (left, top, right, bottom) px of plain paper added
+    round it: (h + top + bottom, w + left + right, 3). The paper is the median colour of the
+    crop's rim, so a figure touching the rim does not colour it."""
+    left, top, right, bottom = pads
+    if not any(pads):
+        return crop
+    height, width = crop.shape[:2]
+    rim = np.concatenate([crop[0], crop[-1], crop[:, 0], crop[:, -1]])
+    out = np.empty((height + top + bottom, width + left + right, 3), np.uint8)
+    out[:] = np.median(rim, axis=0).astype(np.uint8)
+    out[top : top + height, left : left + width] = crop
+    return out
+
+
 def edge_contact(
     mask: np.ndarray, box: tuple[int, int, int, int], size: tuple[int, int]
 ) -> np.ndarray:

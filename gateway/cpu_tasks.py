@@ -144,6 +144,15 @@ def learned_mask(answer: str, shape: tuple[int, int]) -> np.ndarray | None:
         return None
 
 
+def _learned_on_crop(answer: str, shape: tuple[int, int], pads: Box) -> np.ndarray | None:
+    """`learned_mask` of the crop the segmenter saw (`shape` (h, w) with `pads` round it),
+    cut back to the crop."""
+    left, top, right, bottom = pads
+    height, width = shape
+    seen = learned_mask(answer, (height + top + bottom, width + left + right))
+    return None if seen is None else seen[top : top + height, left : left + width]
+
+
 def find_mask(
     crop: np.ndarray,
     keypoints: np.ndarray,
@@ -152,16 +161,17 @@ def find_mask(
     scale: Scale,
     annotate: bool,
     learned: str | None = None,
+    pads: Box = (0, 0, 0, 0),
 ) -> FigureMask:
     """The figure's mask in the (h, w, 3) crop with its 17 (x, y) `keypoints` (crop px):
     the `given` (PNG, upload box) as it is; else OpenCV's or, with the segmenter's answer
-    `learned` (base64 PNG of the crop's size; "" when it saw no figure), the better of the
-    two as `figure_mask` chooses. With `annotate`, also the warnings of a given mask and the mask
+    `learned` (base64 PNG of the crop with `pads` (left, top, right, bottom px) of paper
+    round it; "" when it saw no figure), the better of the two as `figure_mask` chooses. With `annotate`, also the warnings of a given mask and the mask
     in upload pixels as a PNG."""
     figure = FigureJoints.of(Skeleton.from_coco(keypoints))
     unusable, consulted = None, False
     if given is None:
-        raw = learned_mask(learned, crop.shape[:2]) if learned else None
+        raw = _learned_on_crop(learned, crop.shape[:2], pads) if learned else None
         if learned and raw is None:
             unusable = "bad_mask"
         found = figure_mask(crop, figure, learned=raw)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import requests
 
-from animation.crop import runs_off
+from animation.crop import margin_lost, paper_beyond, runs_off
 from animation.mask_warnings import WARNINGS
 from gateway import cpu_tasks, metrics
 from gateway.config import Config
@@ -133,23 +133,27 @@ class FigureStage:
             segmenter = self.models.serves("segmenter")
         segmenter = segmenter and given.mask is None
 
-        def figure_in(box: Box) -> tuple[np.ndarray, np.ndarray, cpu_tasks.FigureMask]:
-            """The crop at `box`, its keypoints and its mask."""
+        def figure_in(box: Box, pads: Box) -> tuple[np.ndarray, np.ndarray, cpu_tasks.FigureMask]:
+            """The crop at `box`, its keypoints and its mask; the models see `pads` of paper
+            round the crop (the margin the image's edges cut off)."""
             left, top, right, bottom = box
             crop = np.ascontiguousarray(decoded.rgb[top:bottom, left:right])
-            keypoints, learned = self._crop_models(crop, points, segmenter, timer)
+            keypoints, learned = self._crop_models(
+                paper_beyond(crop, pads), points, segmenter, timer
+            )
             if keypoints is None:  # the client's joints, in the crop
                 keypoints = np.column_stack([points - (left, top), np.full(17, np.nan)])
-            else:  # a joint in the letterbox's padding is on the crop's edge: the figure is
-                # on the crop (and /annotate's joints, sent back, then keep this very crop)
+            else:  # a joint in the paper or the letterbox's padding is on the crop's edge:
+                # the figure is on the crop (and /annotate's joints, sent back, keep this crop)
                 keypoints[:, :2] = np.clip(
-                    keypoints[:, :2], 0, (right - left - 1, bottom - top - 1)
+                    keypoints[:, :2] - pads[:2], 0, (right - left - 1, bottom - top - 1)
                 )
-            mask = self._mask(crop, keypoints, given, learned, box, scale, annotate, timer, client)
+            mask = self._mask(crop, keypoints, given, learned, box, pads, scale, annotate, timer,
+                              client)  # fmt: skip
             return crop, keypoints, mask
 
-        box = self._crop_box(scale, bbox, points, given)
-        crop, keypoints, mask = figure_in(box)
+        box, pads = self._crop_box(scale, bbox, points, given)
+        crop, keypoints, mask = figure_in(box, pads)
         if score is not None and runs_off(mask.mask, box, (width, height)):
             with timer.stage("whole_drawing"):
                 whole = self.pool.map(
@@ -157,9 +161,9 @@ class FigureStage:
                 )[0]
             if whole is not None:  # the detector boxed a part of the drawing: crop again
                 grown = (*np.minimum(bbox[:2], whole[:2]), *np.maximum(bbox[2:], whole[2:]))
-                grown_box = self._crop_box(scale, grown, points, given)
+                grown_box, grown_pads = self._crop_box(scale, grown, points, given)
                 try:
-                    crop, keypoints, mask = figure_in(grown_box)
+                    crop, keypoints, mask = figure_in(grown_box, grown_pads)
                 except PoseNotFound as exc:  # the first crop's figure is still an answer
                     log.info("no pose on the whole drawing, the first crop is kept: %s", exc)
                 else:
@@ -237,14 +241,15 @@ class FigureStage:
                 extra={"warnings": list(mask.warnings), "mask_source": mask.source},
             )  # fmt: skip
 
-    def _crop_box(self, scale: Scale, bbox, points: np.ndarray | None, given) -> Box:
+    def _crop_box(self, scale: Scale, bbox, points: np.ndarray | None, given) -> tuple[Box, Box]:
         """Model px: a given mask's box, else the box grown by the crop margin; either way
-        grown to hold every joint the client placed."""
+        grown to hold every joint the client placed. Then the margin the image's edges cut
+        off that box (`margin_lost`, px left, top, right, bottom; none for a given mask)."""
         width, height = scale.model
         if given.mask is None:
             if points is not None:  # the crop must hold every joint the user placed
                 bbox = (*np.minimum(bbox[:2], points.min(0)), *np.maximum(bbox[2:], points.max(0)))
-            return crop_box(bbox, (width, height))
+            return crop_box(bbox, (width, height)), margin_lost(bbox, (width, height))
         mask_box = given.mask.box
         if mask_box[2] > scale.upload[0] or mask_box[3] > scale.upload[1]:
             raise BadRequest(f"mask 'box' {list(mask_box)} reaches outside the image "
@@ -257,15 +262,15 @@ class FigureStage:
         box = (max(0, left), max(0, top), min(width, right), min(height, bottom))
         if box[2] - box[0] < 2 or box[3] - box[1] < 2:
             raise BadRequest(f"mask 'box' {list(mask_box)} is too small to hold a figure")
-        return tuple(int(v) for v in box)
+        return tuple(int(v) for v in box), (0, 0, 0, 0)
 
-    def _mask(self, crop, keypoints, given, learned, box, scale, annotate, timer, client):
+    def _mask(self, crop, keypoints, given, learned, box, pads, scale, annotate, timer, client):
         """The one place a mask is made: the given one as it is, else the segmenter's
-        (`learned`) cleaned up, else OpenCV's."""
+        (`learned`, of the crop with `pads` of paper round it) cleaned up, else OpenCV's."""
         mask = None if given.mask is None else (given.mask.png, given.mask.box)
         with timer.stage("segment"):
             return self.pool.map(
                 cpu_tasks.find_mask,
-                [(crop, keypoints[:, :2], mask, box, scale, annotate, learned)],
+                [(crop, keypoints[:, :2], mask, box, scale, annotate, learned, pads)],
                 client,
             )[0]

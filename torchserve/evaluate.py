@@ -42,7 +42,7 @@ import torch
 import yaml
 from PIL import Image
 
-from animation.crop import whole_drawing
+from animation.crop import margin_lost, paper_beyond, whole_drawing
 from animation.segment import figure_mask
 from animation.skeleton import JOINT_INDEX, JOINTS, Skeleton
 from torchserve.model import (
@@ -125,30 +125,37 @@ def _best_box(image: np.ndarray) -> np.ndarray | None:
 
 
 def _keypoints(image: np.ndarray, bbox: np.ndarray) -> np.ndarray:
-    """Pose on the crop at ``bbox``, in the photo's pixels, (17, 3); kept on the crop, as
-    the gateway keeps them."""
+    """Pose on the crop at ``bbox``, in the photo's pixels, (17, 3); seen with paper where
+    the photo's edges cut the crop's margin off and kept on the crop, as the gateway does."""
     pose = _models["pose"]
     piece, origin = crop(image, bbox)
-    x, box = pose_input(piece, pose.size)
+    pads = margin_lost(bbox, image.shape[1::-1], CROP_MARGIN)
+    x, box = pose_input(paper_beyond(piece, pads), pose.size)
     with torch.inference_mode():
         points = np.array(decode_keypoints(pose(x)[0], box))
     height, width = piece.shape[:2]
-    points[:, :2] = np.clip(points[:, :2], 0, (width - 1, height - 1)) + origin
+    points[:, :2] = np.clip(points[:, :2] - pads[:2], 0, (width - 1, height - 1)) + origin
     return points
 
 
-def segment(piece: np.ndarray) -> np.ndarray:
-    """The segmenter's mask (bool, the crop's size) of one crop, as the handler makes it."""
+def segment(piece: np.ndarray, pads: tuple[int, int, int, int] = (0, 0, 0, 0)) -> np.ndarray:
+    """The segmenter's mask (bool, the crop's size) of one crop, as the handler makes it of
+    the crop with ``pads`` (left, top, right, bottom px) of paper round it (the gateway's)."""
     segmenter = _models["segmenter"]
-    x, box = segmenter_input(piece, segmenter.size)
+    seen = paper_beyond(piece, pads)
+    x, box = segmenter_input(seen, segmenter.size)
     with torch.inference_mode():
-        mask, _ = decode_mask(segmenter(x)[0], box, piece.shape[:2])
-    return mask
+        mask, _ = decode_mask(segmenter(x)[0], box, seen.shape[:2])
+    left, top = pads[:2]
+    return mask[top : top + piece.shape[0], left : left + piece.shape[1]]
 
 
-def three_masks(piece: np.ndarray, joints: object) -> tuple[np.ndarray, ...]:
-    """The (H, W) bool masks of one crop per PATHS; `joints` in the crop's pixels."""
-    learned = segment(piece)
+def three_masks(
+    piece: np.ndarray, joints: object, pads: tuple[int, int, int, int] = (0, 0, 0, 0)
+) -> tuple[np.ndarray, ...]:
+    """The (H, W) bool masks of one crop per PATHS; `joints` in the crop's pixels; the
+    segmenter sees ``pads`` of paper round the crop."""
+    learned = segment(piece, pads)
     return learned, figure_mask(piece, joints).mask, figure_mask(piece, joints, learned).mask
 
 
@@ -159,7 +166,8 @@ def _masks(image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray) -> list[n
     h, w = piece.shape[:2]
     x0, y0 = int(origin[0]), int(origin[1])
     pages = []
-    for mask in three_masks(np.ascontiguousarray(piece), keypoints[:, :2] - origin):
+    pads = margin_lost(bbox, image.shape[1::-1], CROP_MARGIN)
+    for mask in three_masks(np.ascontiguousarray(piece), keypoints[:, :2] - origin, pads):
         page = np.zeros(image.shape[:2], bool)
         page[y0 : y0 + h, x0 : x0 + w] = mask
         pages.append(page)
@@ -257,7 +265,8 @@ def score_real(drawings: list[RealDrawing], overlays: Path | None) -> list[RealS
     scores = []
     for drawing in drawings:
         name, rgb, truth, joints = drawing.name, drawing.rgb, drawing.truth, drawing.points
-        masks = three_masks(rgb, joints)
+        # As the gateway sees an upload cropped this tight: its margin is paper.
+        masks = three_masks(rgb, joints, margin_lost(_mask_box(truth), rgb.shape[1::-1]))
         scores.append(
             RealScore(
                 name,
