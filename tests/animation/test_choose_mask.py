@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from animation.figure_mask import FinishedMask, finish_mask
+from animation.figure_mask import FigureJoints, FinishedMask, finish_mask
 from animation.segment import AGREE_IOU, choose, figure_mask
 
 
@@ -14,10 +14,33 @@ def box_mask(x0: int, x1: int, shape=(100, 100)) -> np.ndarray:
     return mask
 
 
-def test_where_the_two_agree_the_opencv_mask_is_kept():
-    drawn = FinishedMask(box_mask(30, 70), ())
+def test_where_the_two_agree_the_opencv_mask_is_kept_less_its_rim_the_segmenter_leaves():
+    drawn = FinishedMask(box_mask(30, 70), ("figure_huge",))
     learned = FinishedMask(box_mask(32, 72), (), "learned")  # IoU 38/42 = 0.90
-    assert choose(drawn, learned) is drawn
+    chosen = choose(drawn, learned)
+    # Column 30 lies in OpenCV's rim and 2 px from the segmenter's mask: trimmed. Column 31
+    # is within a pixel of it, and the right side is the segmenter's too: kept.
+    assert (chosen.mask == box_mask(31, 70)).all()
+    assert chosen.source == "opencv" and chosen.warnings == ("figure_huge",)
+    assert choose(drawn, FinishedMask(box_mask(29, 71), (), "learned")) is drawn  # all reached
+
+
+def test_the_trim_never_splits_the_mask_nor_leaves_a_joint_out():
+    # Two blocks joined by a bar 5 px thick that the segmenter left out: its rim trimmed, the
+    # bar's 1 px core would still join them; at 3 px thick it would not, so nothing is cut.
+    for bar, split in ((5, False), (3, True)):
+        drawn = np.zeros((100, 100), bool)
+        drawn[20:80, 10:40] = drawn[20:80, 60:90] = True
+        drawn[48 : 48 + bar, 40:60] = True
+        learned = drawn.copy()
+        learned[40:60, 40:60] = False
+        chosen = choose(FinishedMask(drawn, ()), FinishedMask(learned, (), "learned"))
+        assert (chosen.mask == drawn).all() == split
+    # A joint on the trimmed edge: OpenCV's mask is kept as it is.
+    drawn = FinishedMask(box_mask(30, 70), ())
+    learned = FinishedMask(box_mask(32, 72), (), "learned")
+    figure = FigureJoints.of(np.array([[30.0, 50.0], [50.0, 50.0]]))
+    assert choose(drawn, learned, figure) is drawn
 
 
 def test_where_they_disagree_the_segmenters_is_kept_unless_its_warnings_are_worse():
