@@ -587,7 +587,9 @@ def markdown(args: argparse.Namespace, tables: list[str], timing: str) -> str:
         "",
         tables[1],
         "",
-        f"Masks on the real drawings (`{args.real_dev.name}`, each crop as it is):",
+        f"Masks on the real drawings (`{args.real_dev.name}`, each crop as it is, the "
+        "annotated joints; the segmenter sees paper beyond the crop's edges where the gateway's "
+        "margin round the mask's box would lie, as it does for an upload cropped this tight):",
         "",
         tables[2],
         "",
