@@ -166,8 +166,9 @@ def find_mask(
     """The figure's mask in the (h, w, 3) crop with its 17 (x, y) `keypoints` (crop px):
     the `given` (PNG, upload box) as it is; else OpenCV's or, with the segmenter's answer
     `learned` (base64 PNG of the crop with `pads` (left, top, right, bottom px) of paper
-    round it; "" when it saw no figure), the better of the two as `figure_mask` chooses. With `annotate`, also the warnings of a given mask and the mask
-    in upload pixels as a PNG."""
+    round it; "" when it saw no figure), the better of the two as `figure_mask` chooses.
+    With `annotate`, also the warnings of a given mask and the mask in upload pixels as a
+    PNG."""
     figure = FigureJoints.of(Skeleton.from_coco(keypoints))
     unusable, consulted = None, False
     if given is None:
