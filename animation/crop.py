@@ -82,6 +82,13 @@ def paper_beyond(crop: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarra
     return out
 
 
+def without_paper(seen: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
+    """The crop's own pixels of `seen` (an array over `paper_beyond(crop, pads)`, first two
+    axes rows and columns): `paper_beyond` undone."""
+    left, top, right, bottom = pads
+    return seen[top : seen.shape[0] - bottom, left : seen.shape[1] - right]
+
+
 def edge_contact(
     mask: np.ndarray, box: tuple[int, int, int, int], size: tuple[int, int]
 ) -> np.ndarray:

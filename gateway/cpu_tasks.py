@@ -19,7 +19,7 @@ from PIL import Image
 
 from animation.bvh import UPLOAD_LIMITS, BVHError, BVHLimitError, parse_bvh_bytes
 from animation.character import Character, for_output
-from animation.crop import whole_drawing
+from animation.crop import whole_drawing, without_paper
 from animation.figure_mask import FigureJoints
 from animation.mask_warnings import mask_warnings
 from animation.motions import Motion, MotionError, MotionSpec, load_motion, motion_from_bvh
@@ -150,7 +150,7 @@ def _learned_on_crop(answer: str, shape: tuple[int, int], pads: Box) -> np.ndarr
     left, top, right, bottom = pads
     height, width = shape
     seen = learned_mask(answer, (height + top + bottom, width + left + right))
-    return None if seen is None else seen[top : top + height, left : left + width]
+    return None if seen is None else without_paper(seen, pads)
 
 
 def find_mask(

@@ -42,7 +42,7 @@ import torch
 import yaml
 from PIL import Image
 
-from animation.crop import margin_lost, paper_beyond, whole_drawing
+from animation.crop import margin_lost, paper_beyond, whole_drawing, without_paper
 from animation.segment import figure_mask
 from animation.skeleton import JOINT_INDEX, JOINTS, Skeleton
 from torchserve.model import (
@@ -146,8 +146,7 @@ def segment(piece: np.ndarray, pads: tuple[int, int, int, int] = (0, 0, 0, 0)) -
     x, box = segmenter_input(seen, segmenter.size)
     with torch.inference_mode():
         mask, _ = decode_mask(segmenter(x)[0], box, seen.shape[:2])
-    left, top = pads[:2]
-    return mask[top : top + piece.shape[0], left : left + piece.shape[1]]
+    return without_paper(mask, pads)
 
 
 def three_masks(

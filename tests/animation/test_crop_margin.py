@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from animation.crop import crop_box, margin_lost, paper_beyond
+from animation.crop import crop_box, margin_lost, paper_beyond, without_paper
 
 
 def test_a_box_inside_the_image_loses_no_margin():
@@ -37,3 +37,5 @@ def test_paper_beyond_is_the_rims_colour_and_keeps_the_crop_in_place():
     paper = out[40:, :]
     assert (np.abs(paper.astype(int) - 200) <= 6).all()  # not the leg's ink
     assert paper_beyond(crop, (0, 0, 0, 0)) is crop
+    assert np.array_equal(without_paper(out, (5, 0, 3, 7)), crop)
+    assert np.array_equal(without_paper(out[..., 0], (5, 0, 3, 7)), crop[..., 0])  # a mask
