@@ -12,7 +12,7 @@ MODEL_STORE := torchserve/model-store
 $(STAMP): setup.py setup.cfg pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip wheel setuptools
-	$(BIN)/python -m pip install -q -e '.[gateway,model,dev]'
+	$(BIN)/python -m pip install -q -e '.[gateway,loadtest,model,dev]'
 	@touch $@
 
 venv: $(STAMP)
@@ -36,8 +36,8 @@ $(MODEL_STORE)/%.mar: $(ARCHIVE_CODE) | $(STAMP)
 	$(BIN)/python -m torchserve.build_archives --model-store $(@D) $*
 
 # The synthetic drawings with their labels (box, joints, mask), as the README shows them.
-docs/synth_contact_sheet.png: $(wildcard torchserve/synth/*.py) | $(STAMP)
-	$(BIN)/python -m torchserve.synth sheet --out $@ --seed 0 --count 24
+docs/synth_contact_sheet.png: $(wildcard torchserve/training/synth/*.py) | $(STAMP)
+	$(BIN)/python -m torchserve.training.synth sheet --out $@ --seed 0 --count 24
 
 # --- system packages the tests need (apt, root only) ------------------------
 # Ceph's radosgw (+ a monitor and an OSD) lets tests/security check real S3 signatures;
@@ -59,14 +59,16 @@ sysdeps:
 
 # --- the two commands -------------------------------------------------------
 # `make test` lints first: main stays ruff-clean.
+# The supervisor (gateway/tools/devserver.py) takes the shell's place, so signals reach it
+# directly; it is told make's pid, and stops both servers when make dies.
 run: $(STAMP) models
-	@gateway/run_local.sh
+	@DEVSERVER_PARENT=$$PPID exec $(BIN)/python -m gateway.tools.devserver
 
 test: $(STAMP) models sysdeps lint
 	$(BIN)/python -m pytest
 
 bench: $(STAMP) models
-	$(BIN)/python -m animation.bench
+	$(BIN)/python -m animation.tools.bench
 
 clean:
 	rm -rf $(MODEL_STORE) var .pytest_cache

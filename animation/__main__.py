@@ -90,10 +90,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _table(motions_dir: Path | None) -> dict:
     """The motion table, with the folder's motions when one is given."""
-    from animation.motions import load_motion_folder, load_motion_table
+    from animation.motions import motion_table
 
-    table = load_motion_table()
-    return {**table, **load_motion_folder(motions_dir)} if motions_dir else table
+    return motion_table(motions_dir or None)
 
 
 def _role_joint(text: str) -> tuple[str, str]:

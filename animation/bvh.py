@@ -51,6 +51,9 @@ class BVHError(ValueError):
         super().__init__(message)
         self.line = line
 
+    def __reduce__(self) -> tuple:  # pickled whole: it crosses process boundaries
+        return type(self), (str(self), self.line)
+
 
 class BVHLimitError(BVHError):
     """A BVH over one of its BVHLimits; `limit` is 'bytes', 'joints' or 'frames'."""
@@ -58,6 +61,9 @@ class BVHLimitError(BVHError):
     def __init__(self, message: str, limit: str, line: int | None = None) -> None:
         super().__init__(message, line)
         self.limit = limit
+
+    def __reduce__(self) -> tuple:
+        return type(self), (str(self), self.limit, self.line)
 
 
 def _error(source: str, line: int, what: str) -> BVHError:

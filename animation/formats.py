@@ -83,17 +83,3 @@ def encode(
     from animation.gif import encode_gif
 
     return encode_gif(chunks, palette, delays_cs, transparent, executor, timings)
-
-
-def colour_table(
-    palette: np.ndarray, transparent: int, background: tuple[int, int, int, int]
-) -> np.ndarray:
-    """(256, C) uint8 lookup from palette index to colour: the palette's colours (opaque
-    when C is 4), `background` at `transparent`. C is len(background)."""
-    channels = len(background)
-    table = np.zeros((256, channels), np.uint8)
-    table[: len(palette), :3] = palette
-    if channels == 4:
-        table[: len(palette), 3] = 255
-    table[transparent] = background
-    return table

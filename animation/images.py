@@ -48,6 +48,12 @@ class ImageTooLarge(ImageRejected):
     code = "image_too_large"
 
 
+class UnreadableMask(ImageRejected):
+    """A figure's mask (a PNG a person fixed) whose pixels cannot be decoded."""
+
+    code = "bad_request"
+
+
 class UnsupportedImage(ImageRejected):
     """An image, but in a format we do not let untrusted bytes reach (GIF, TIFF, BMP...)."""
 
@@ -112,7 +118,7 @@ def decode_image(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # odd EXIF blocks warn; the orientation is enough
             if scale < 1.0 and image.format in ("JPEG", "MPO"):
-                # libjpeg decodes at 1/2, 1/4 or 1/8 scale: a 12 MP photo costs ~1/10th.
+                # libjpeg decodes at 1/2, 1/4 or 1/8 scale: a big photo costs a fraction.
                 image.draft(image.mode, (int(width * scale), int(height * scale)))
             image.load()
             # Read once loaded: a PNG's getexif() before load() would decode it all.
@@ -128,6 +134,15 @@ def decode_image(
     if rgb.size != target:
         rgb = rgb.resize(target, Image.Resampling.LANCZOS, reducing_gap=3.0)
     return DecodedImage(np.asarray(rgb, dtype=np.uint8), target[0] / width, (width, height))
+
+
+def decode_mask(png: bytes) -> np.ndarray:
+    """(H, W) bool: the non-zero pixels of a mask PNG (its size was checked with its box)."""
+    try:
+        with Image.open(io.BytesIO(png)) as image:
+            return np.asarray(image.convert("L")) > 0
+    except (OSError, ValueError, SyntaxError) as exc:
+        raise UnreadableMask(f"mask 'png' cannot be decoded: {exc}") from None
 
 
 def to_rgb(image: Image.Image) -> Image.Image:

@@ -173,7 +173,7 @@ def _check_spec(spec: MotionSpec, source: object) -> None:
         raise MotionError(f"{where}: bad segment start_s={start}, end_s={end}")
 
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is 10x faster
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is much faster
 
 
 def _file_stamp(path: Path) -> tuple[str, int, int]:
@@ -203,6 +203,14 @@ def _read_table(stamp: tuple[str, int, int]) -> dict[str, MotionSpec]:
     if not isinstance(motions, dict) or not motions:
         raise MotionError(f"{path}: needs a non-empty 'motions' mapping")
     return {str(n): _parse_spec(str(n), e, path.parent, path) for n, e in motions.items()}
+
+
+def motion_table(folder: str | Path | None = None) -> dict[str, MotionSpec]:
+    """The shipped motion table, with every motion of `folder` (when given) added: a folder
+    motion named like a shipped one replaces it. Parses every file of the folder: a bad one
+    raises MotionError naming it (and its line)."""
+    table = load_motion_table()
+    return {**table, **load_motion_folder(folder)} if folder is not None else table
 
 
 def default_motions(table: dict[str, MotionSpec] | None = None) -> list[str]:

@@ -18,10 +18,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from animation.formats import colour_table
-
 CRF = 20  # x264 quality: 18-23 is visually clean for flat drawings; lower is bigger
-PRESET = "veryfast"  # of x264's speed presets: slower ones save a few % of the bytes
+PRESET = "veryfast"  # of x264's speed presets: slower ones save little of the bytes
 INSTALL_HINT = "MP4 output needs PyAV: pip install 'av>=14' (its wheels bring FFmpeg)"
 
 
@@ -78,3 +76,17 @@ def encode_mp4(
     if timings is not None:
         timings["encode"] = timings.get("encode", 0.0) + seconds
     return data
+
+
+def colour_table(
+    palette: np.ndarray, transparent: int, background: tuple[int, int, int, int]
+) -> np.ndarray:
+    """(256, C) uint8 lookup from palette index to colour: the palette's colours (opaque
+    when C is 4), `background` at `transparent`. C is len(background)."""
+    channels = len(background)
+    table = np.zeros((256, channels), np.uint8)
+    table[: len(palette), :3] = palette
+    if channels == 4:
+        table[: len(palette), 3] = 255
+    table[transparent] = background
+    return table

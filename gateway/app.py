@@ -1,6 +1,11 @@
 """The gateway's Flask application factory: `create_app(config)` wires services, routes,
 request hooks and error handlers; each of those lives in its own module.
 
+The blueprints, one per area (gateway/web/): drawings (POST /animate, POST /, POST
+/annotate), health (/health, /ready, /metrics), motions, files, page (GET /) and openapi
+(GET /openapi.json). They reach the worker's services through
+`gateway.services.current_services()`.
+
 gunicorn loads `gateway.app:create_app()` in each worker (after gevent has patched the
 process) and `gunicorn.conf.py` starts and stops the worker's services around its life.
 """
@@ -9,14 +14,16 @@ from __future__ import annotations
 
 from flask import Flask
 
-from gateway.body import body_limit
 from gateway.config import Config
-from gateway.error_handlers import register_error_handlers
-from gateway.headers import register_security_headers
-from gateway.logs import configure_logging
-from gateway.request_log import register_request_hooks
-from gateway.routes import BLUEPRINTS
+from gateway.ops.logs import configure_logging
+from gateway.ops.request_log import register_request_hooks
 from gateway.services import Services, install
+from gateway.web import drawings, files, health, motions, openapi, page
+from gateway.web.error_handlers import register_error_handlers
+from gateway.web.security import register_security_headers
+from gateway.web.upload import body_limit
+
+BLUEPRINTS = (drawings.bp, health.bp, motions.bp, files.bp, page.bp, openapi.bp)
 
 
 def create_app(config: Config | None = None) -> Flask:

@@ -2,6 +2,7 @@
 
 Each variable has a default that works for `make run` on one machine: TorchServe on
 127.0.0.1:8080/8081 and GIFs stored under ./var/animations, served by the gateway itself.
+The model table the MODEL_TABLE setting names is read by gateway/backends/model_table.py.
 """
 
 from __future__ import annotations
@@ -11,32 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_MODEL_TABLE = PACKAGE_DIR / "models.yaml"
-REQUIRED_ROLES = ("detector", "pose")
-# The segmenter is the project's own model: AnimatedDrawings' archives have none, and the
-# OpenCV path makes the mask when TorchServe does not serve it.
-OPTIONAL_ROLES = ("segmenter",)
 
 
 class ConfigError(ValueError):
     """A setting that cannot be used; raised at start-up, never per request."""
-
-
-@dataclass(frozen=True)
-class ModelRole:
-    """One model the gateway calls: where it is served and how far to trust its answers."""
-
-    role: str
-    model: str
-    inference_url: str
-    management_url: str
-    min_score: float = 0.0
-    # An optional model is used when TorchServe serves it, and never needed for /ready.
-    optional: bool = False
-    timeout_s: float | None = None  # one call's budget; None: MODEL_TIMEOUT_S
 
 
 def _cpu_count() -> int:
@@ -137,39 +118,3 @@ class Config:
             model_input_px=int(number("MODEL_INPUT_PX", int, d["model_input_px"].default)),
             log_level=env.get("LOG_LEVEL", d["log_level"].default).upper(),
         )
-
-    def model_roles(self) -> dict[str, ModelRole]:
-        """The model table: role -> where the model is served. URLs default to TORCHSERVE_*.
-
-        `detector` and `pose` are needed; `segmenter` may be left out of the table (the
-        OpenCV path makes every mask) and is optional whatever the table says."""
-        try:
-            table = yaml.safe_load(self.model_table.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"model table {self.model_table}: {exc}") from exc
-        roles = {}
-        for role in (*REQUIRED_ROLES, *OPTIONAL_ROLES):
-            entry = (table or {}).get(role)
-            if entry is None and role in OPTIONAL_ROLES:
-                continue
-            if not isinstance(entry, dict) or "model" not in entry:
-                raise ConfigError(f"model table {self.model_table}: '{role}' needs a 'model'")
-            try:
-                timeout = None if entry.get("timeout_s") is None else float(entry["timeout_s"])
-                min_score = float(entry.get("min_score", 0.0))
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"model table {self.model_table}: '{role}': {exc}") from exc
-            if timeout is not None and timeout <= 0:
-                raise ConfigError(f"model table {self.model_table}: '{role}': timeout_s <= 0")
-            roles[role] = ModelRole(
-                role=role,
-                model=str(entry["model"]),
-                inference_url=str(entry.get("url") or self.torchserve_url).rstrip("/"),
-                management_url=str(
-                    entry.get("management_url") or self.torchserve_management_url
-                ).rstrip("/"),
-                min_score=min_score,
-                optional=role in OPTIONAL_ROLES,
-                timeout_s=timeout,
-            )
-        return roles

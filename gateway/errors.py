@@ -3,9 +3,17 @@
 Every failure a client can see is an `ApiError` (or an image the shared decoding policy
 refuses, `animation.images.ImageRejected`, which carries its own status and code); anything
 else becomes a 500 `internal_error` whose traceback goes to the log, never to the client.
+The animation library and the render workers raise the library's own errors; where the
+gateway awaits them, `from_library` turns them into the API's.
 """
 
 from __future__ import annotations
+
+from animation.bvh import BVHError, BVHLimitError
+from animation.figure import BadBox, FigureError
+from animation.motions import MotionError
+
+MAX_MESSAGE_CHARS = 2000  # of an error about an uploaded motion
 
 
 class ApiError(Exception):
@@ -40,6 +48,23 @@ ModelUnavailable = _error("ModelUnavailable", 503, "model_unavailable")
 StorageUnavailable = _error("StorageUnavailable", 503, "storage_unavailable")
 Overloaded = _error("Overloaded", 503, "overloaded")
 ModelTimeout = _error("ModelTimeout", 504, "model_timeout")
+
+
+def from_library(exc: FigureError | BVHError | MotionError) -> ApiError:
+    """The API's error for one the library raised on a request's input: a drawing that
+    gives no figure (422), a box with nothing of the image in it (400), an uploaded motion
+    past a limit (413) or one that cannot be read or retargeted (400)."""
+    if isinstance(exc, BadBox):
+        return InvalidImage(str(exc))
+    if isinstance(exc, FigureError):
+        return NoCharacterDetected(str(exc))
+    if isinstance(exc, BVHLimitError):
+        return MotionTooLarge(f"{exc} (limit on {exc.limit})")
+    # The message may list the file's joint names: the client's own, of any length.
+    message = str(exc)
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[:MAX_MESSAGE_CHARS] + "..."
+    return InvalidMotion(message)
 
 
 def error_document(code: str, message: str, request_id: str) -> dict:

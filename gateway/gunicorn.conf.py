@@ -1,7 +1,7 @@
 """gunicorn settings for the gateway: `gunicorn -c gateway/gunicorn.conf.py`.
 
 gevent workers: many slow clients and model/storage calls per process, while the CPU
-work goes to each worker's render processes (gateway.cpu_pool). Values come from the
+work goes to each worker's render processes (gateway.rendering.pool). Values come from the
 environment so the same file serves `make run`, the tests and Kubernetes.
 """
 
@@ -10,8 +10,8 @@ import shutil
 import tempfile
 
 wsgi_app = "gateway.app:create_app()"
-# gunicorn's gevent worker, refusing a full house before Flask (gateway/gunicorn_worker.py).
-worker_class = "gateway.gunicorn_worker.GatewayWorker"
+# gunicorn's gevent worker, refusing a full house before Flask (gateway/ops/gunicorn_worker.py).
+worker_class = "gateway.ops.gunicorn_worker.GatewayWorker"
 bind = [os.environ.get("GUNICORN_BIND", "127.0.0.1:5000")]
 # One worker per pod is enough with gevent; its render pool takes the cores (RENDER_WORKERS).
 workers = int(os.environ.get("GUNICORN_WORKERS", os.environ.get("WEB_CONCURRENCY", "1")))
@@ -24,8 +24,8 @@ graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
 # Off by default: a recycled worker stops accepting while its requests drain (up to
 # graceful_timeout) and its successor boots, and with one worker per pod nothing answers
-# meanwhile, /health included (measured: 19 s, docs/BENCHMARKS.md, section overload). The
-# native work (decoding, rendering) runs in the render processes, not here.
+# meanwhile, /health included (docs/BENCHMARKS.md, section overload). The native work
+# (decoding, rendering) runs in the render processes, not here.
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "0"))
 max_requests_jitter = max_requests // 10
 # The request log is the gateway's own JSON line; gunicorn's own messages (boot, worker
@@ -36,7 +36,7 @@ loglevel = os.environ.get("LOG_LEVEL", "info").lower()
 logconfig_dict = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "gateway.logs.JsonFormatter"}},
+    "formatters": {"json": {"()": "gateway.ops.logs.JsonFormatter"}},
     "handlers": {
         "stderr": {
             "class": "logging.StreamHandler",

@@ -14,14 +14,16 @@ import gevent
 from flask import Flask, current_app
 
 from animation.motions import MotionError
-from gateway import cpu_tasks, metrics
 from gateway.admission import Admission
-from gateway.catalogue import MotionCatalogue
+from gateway.backends.model_table import read_model_table
+from gateway.backends.storage import Storage, open_storage
+from gateway.backends.torchserve_client import TorchServeClient
 from gateway.config import Config, ConfigError
-from gateway.cpu_pool import CpuPool
-from gateway.pipeline import AnimationPipeline
-from gateway.storage import Storage, open_storage
-from gateway.torchserve_client import TorchServeClient
+from gateway.ops import metrics
+from gateway.rendering import tasks
+from gateway.rendering.catalogue import MotionCatalogue
+from gateway.rendering.pipeline import AnimationPipeline
+from gateway.rendering.pool import CpuPool
 
 EXTENSION = "gateway"
 log = logging.getLogger("gateway.services")
@@ -41,7 +43,7 @@ class Services:
     def build(cls, config: Config) -> Services:
         """Every service, wired; cheap: no process, connection or file is opened yet."""
         models = TorchServeClient(
-            config.model_roles(),
+            read_model_table(config),
             config.model_timeout_s,
             on_error=lambda role, kind: metrics.TORCHSERVE_ERRORS.labels(role, kind).inc(),
         )
@@ -58,11 +60,12 @@ class Services:
         pool = CpuPool(
             config.render_workers,
             wait_s=config.queue_timeout_s,
-            setup=(cpu_tasks.warm_up, (config.motions_dir,)),
+            setup=(tasks.warm_up, (config.motions_dir,)),
         )
         admission = Admission(
-            config.max_inflight, config.max_queue, config.queue_timeout_s, config.retry_after_s
-        )
+            config.max_inflight, config.max_queue, config.queue_timeout_s, config.retry_after_s,
+            api_key=config.api_key,
+        )  # fmt: skip
         catalogue = MotionCatalogue(config.default_motions, config.motions_dir)
         pipeline = AnimationPipeline(config, models, storage, pool, admission, catalogue)
         return cls(config, models, storage, pool, admission, catalogue, pipeline)

@@ -28,7 +28,7 @@ import numpy as np
 from PIL import Image
 
 from torchserve.server import DEFAULT_MODEL_STORE, private_instance
-from torchserve.synth import generate
+from torchserve.training.synth import generate
 
 TARGET_P50_MS = 50.0
 DETECTOR = "drawn_humanoid_detector"

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from animation.arap import build_arap, mesh_edges
-from tests.animation.rigs import character, rig
+from tests.support.rigs import character, rig
 
 
 def _rotate(points: np.ndarray, angle: float, centre: np.ndarray, shift) -> np.ndarray:

@@ -1,9 +1,9 @@
 """The benchmark's own parts: the character it builds from the sample photo, the
 whole-process measurement of a CLI run, and what it says about missing real drawings."""
 
-from animation import bench
 from animation.character import load_character
-from tests.animation.rigs import AD_CHARACTER
+from animation.tools import bench
+from tests.support.rigs import AD_CHARACTER
 
 
 def test_the_sample_photo_becomes_a_character_as_the_service_builds_one(tmp_path):

@@ -12,7 +12,7 @@ from scipy.ndimage import distance_transform_edt
 
 from animation.__main__ import main
 from animation.bvh import format_bvh, load_bvh
-from tests.animation.rigs import AD_CHARACTER
+from tests.support.rigs import AD_CHARACTER
 
 EXTERNAL_BVH = Path(__file__).parent / "data" / "bvh_external_zup_30fps.bvh"
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import shutil
 from PIL import Image
 
 from animation.__main__ import main
-from tests.animation.rigs import AD_CHARACTER
+from tests.support.rigs import AD_CHARACTER
 
 CONVENTIONS = AD_CHARACTER.parent / "conventions"
 

@@ -25,7 +25,7 @@ from animation.character import load_character
 from animation.motions import load_motion, motion_from_bvh
 from animation.retarget import choose_views, retarget
 from animation.skeleton import JOINT_INDEX, JOINTS, PARENT_INDEX
-from tests.animation.rigs import AD_CHARACTER
+from tests.support.rigs import AD_CHARACTER
 
 DATA = Path(__file__).parent / "data" / "conventions"
 FILES = sorted(p.name for p in DATA.glob("*.bvh"))

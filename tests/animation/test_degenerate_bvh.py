@@ -11,7 +11,7 @@ import pytest
 from animation.bvh import parse_bvh
 from animation.motions import MotionError, motion_from_bvh
 from animation.retarget import motion_axes
-from tests.animation.rigs import AD_CHARACTER
+from tests.support.rigs import AD_CHARACTER
 
 WALK = (AD_CHARACTER.parent / "conventions" / "cmu_walk.bvh").read_text()
 

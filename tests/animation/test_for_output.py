@@ -10,8 +10,8 @@ from animation.character import OUTPUT_OVERSAMPLE, Character, for_output, resamp
 from animation.motions import load_motion
 from animation.render import RenderOptions, build_rig, render_motion
 from animation.skeleton import Skeleton
-from tests.animation.photo import photographed
-from tests.animation.rigs import character
+from tests.support.photo import photographed
+from tests.support.rigs import character
 
 
 def _extent(mask: np.ndarray) -> int:

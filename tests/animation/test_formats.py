@@ -12,8 +12,8 @@ from animation.motions import load_motion
 from animation.mp4 import encode_mp4
 from animation.render import RenderOptions, render_motion
 from animation.timing import frame_schedule
-from tests.animation.rigs import rig
 from tests.animation.test_render import _frames as decoded_frames
+from tests.support.rigs import rig
 
 MOTION = "wave_hello"
 

@@ -17,7 +17,7 @@ from animation.images import (
     read_header,
     to_rgb,
 )
-from tests.gateway.images import encode, png_claiming
+from tests.support.images import encode, png_claiming
 
 LIMIT = 40_000_000
 

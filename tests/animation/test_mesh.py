@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from animation.mesh import build_mesh, clean_mask
-from tests.animation.rigs import VARIANTS, character, rig
+from tests.support.rigs import VARIANTS, character, rig
 
 
 def _covered(mesh) -> np.ndarray:

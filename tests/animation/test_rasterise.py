@@ -7,8 +7,8 @@ from animation import mesh as mesh_module
 from animation.character import load_character
 from animation.mesh import Mesh, build_mesh
 from animation.rasterise import mesh_pieces, rasterise, uncovered_texels
-from tests.animation.rigs import character, rig
 from tests.support.real_photos import real_dev
+from tests.support.rigs import character, rig
 
 BACKGROUND = 255
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from animation.segment import figure_mask
-from animation.segment_eval import dev_characters, joints_inside, mask_iou
+from animation.tools.segment_eval import dev_characters, joints_inside, mask_iou
 from tests.support.real_photos import real_dev
 
 

@@ -10,7 +10,7 @@ from animation.motions import default_motions, load_motion
 from animation.render import RenderOptions, render_joints, render_motion, render_motions
 from animation.skeleton import JOINT_INDEX
 from animation.timing import frame_schedule
-from tests.animation.rigs import character, rig
+from tests.support.rigs import character, rig
 
 SHIPPED = ("dab", "jumping", "wave_hello", "zombie")
 

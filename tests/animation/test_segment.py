@@ -8,8 +8,8 @@ from animation import morph
 from animation.crop import crop_box
 from animation.figure_mask import FRINGE_PX, fill_holes
 from animation.segment import segment_figure
-from tests.gateway.images import drawing
 from tests.support import pages
+from tests.support.images import drawing
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> float:

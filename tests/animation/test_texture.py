@@ -8,7 +8,6 @@ from PIL import Image
 from animation import texture
 from animation.character import load_character
 from animation.motions import load_motion
-from animation.quality import FRAME_ERROR_BOUND, frame_colour_error
 from animation.render import RenderOptions, build_rig, render_joints, render_motion
 from animation.retarget import retarget
 from animation.texture import (
@@ -19,9 +18,10 @@ from animation.texture import (
     delta_e,
     nearest_colour,
 )
-from tests.animation.photo import photographed
-from tests.animation.rigs import rig
+from tests.support.photo import photographed
+from tests.support.quality import FRAME_ERROR_BOUND, frame_colour_error
 from tests.support.real_photos import real_dev
+from tests.support.rigs import rig
 
 REAL_CHARACTERS = ("char1", "char2", "char3", "char4")
 

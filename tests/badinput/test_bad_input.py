@@ -15,7 +15,7 @@ import psutil
 import pytest
 import requests
 
-from tests.badinput import images
+from tests.support import awkward_images as images
 from tests.support.drawings import drawing, post_drawing
 
 pytestmark = pytest.mark.integration

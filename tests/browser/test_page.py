@@ -24,8 +24,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from animation.skeleton import COCO_KEYPOINTS
-from tests.gateway.images import drawing, encode
 from tests.support.gateway_server import gateways
+from tests.support.images import drawing, encode
 from tests.support.real_photos import real_dev
 
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ import pytest
 import requests
 from PIL import Image
 
-from gateway import loadtest
-from gateway.load_clients import Answer, Backoff, Storm, answer_length
+from gateway.tools import loadtest
+from gateway.tools.load_clients import Answer, Backoff, Storm, answer_length
 from tests.support.stamps import kernel_stamping, needs_receive_stamps
 
 CPU_MS = 30
@@ -24,7 +24,7 @@ CPU_MS = 30
 @pytest.fixture(scope="module")
 def busy_server():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.deploy.busy_server", str(CPU_MS)], stdout=subprocess.PIPE
+        [sys.executable, "-m", "tests.support.busy_server", str(CPU_MS)], stdout=subprocess.PIPE
     )
     try:
         port = int(proc.stdout.readline())
@@ -252,7 +252,7 @@ def test_answer_length_ends_an_answer_the_server_keeps_open():
 def test_an_answer_is_timed_to_its_arrival_not_to_when_the_loop_reads_it():
     import socket
 
-    from gateway.load_clients import Target
+    from gateway.tools.load_clients import Target
 
     listener = socket.create_server(("127.0.0.1", 0))
     target = Target("127.0.0.1", listener.getsockname()[1])
@@ -264,7 +264,7 @@ def test_an_answer_is_timed_to_its_arrival_not_to_when_the_loop_reads_it():
 
 
 def _answer_read_late(target, listener):
-    from gateway.load_clients import _Attempt
+    from gateway.tools.load_clients import _Attempt
 
     attempt = _Attempt(0, target, target.request("GET", "/"), timeout_s=5)
     conn, _ = listener.accept()
@@ -287,7 +287,7 @@ def test_a_connection_that_fails_as_it_opens_counts_as_an_error_not_a_crash(monk
     test goes on."""
     import socket
 
-    from gateway import load_clients
+    from gateway.tools import load_clients
 
     def fails_at_once(self):
         self.failed = True

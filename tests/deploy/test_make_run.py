@@ -32,7 +32,7 @@ import psutil
 import pytest
 import requests
 
-from torchserve.run_local import TORCHSERVE_NICENESS
+from gateway.tools.devserver import TORCHSERVE_NICENESS
 from torchserve.server import (
     DEFAULT_CONFIG,
     DEFAULT_MODEL_STORE,
@@ -125,7 +125,7 @@ class MakeRun:
 
     def supervisor(self) -> psutil.Process:
         for proc in psutil.Process(self.make.pid).children():
-            if proc.cmdline()[-1:] == ["torchserve.run_local"]:
+            if proc.cmdline()[-1:] == ["gateway.tools.devserver"]:
                 return proc
         raise AssertionError(f"no supervisor under make:\n{self.tail()}")
 

@@ -109,10 +109,15 @@ def test_the_wheel_carries_the_data_and_not_the_model_side(installed):
     assert {"animation/shipped_motions/motions.yaml", "gateway/models.yaml",
             "gateway/gunicorn.conf.py", "gateway/sample_drawing.jpg",
             "gateway/sample_drawing.json"} <= names  # fmt: skip
-    # Every module of the two packages, subpackages included (find_packages in setup.py).
+    # Every module of the two packages, subpackages included (find_packages in setup.py),
+    # but their tools: benchmarks, the load test, make run's supervisor, test helpers.
     tracked = subprocess.run(["git", "ls-files", "animation", "gateway"], cwd=REPO,
                              capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
-    assert {p for p in tracked if p.endswith(".py")} <= names
+    tools = {p for p in tracked if p.startswith(("animation/tools/", "gateway/tools/"))}
+    assert {p for p in tools if p.endswith(".py")}  # there are some, and they stay out
+    assert {p for p in tracked if p.endswith(".py")} - tools <= names
+    assert not [n for n in names if n.startswith(("animation/tools/", "gateway/tools/"))]
+    assert not [n for n in names if "bench" in n or "loadtest" in n or "load_clients" in n]
 
 
 def test_installed_packages_come_from_the_venv_and_import_with_the_gateway_extra_only(installed):
@@ -148,12 +153,10 @@ def test_animation_cli_lists_the_motions_and_renders_outside_the_checkout(instal
         assert gif.format == "GIF" and gif.n_frames == 8 and max(gif.size) == 128
 
 
-def test_loadtest_help_needs_nothing_beyond_the_gateway_extra(installed):
-    run = installed.run("-m", "gateway.loadtest", "--help")
-    assert run.returncode == 0 and "--concurrency" in run.stdout, run.stderr
-    plot = installed.run("-m", "gateway.loadtest", "--url", "http://127.0.0.1:9", "--image",
-                         "x.png", "--plot", "p.png")  # fmt: skip
-    assert plot.returncode == 2 and "drawn-animation[plot]" in plot.stderr
+def test_the_tools_are_not_installed_and_the_gateway_extra_needs_no_psutil(installed):
+    run = installed.run("-m", "gateway.tools.loadtest", "--help")
+    assert run.returncode != 0 and "No module named 'gateway.tools'" in run.stderr
+    assert installed.run("-c", "import psutil").returncode != 0  # the load test's, not ours
 
 
 def test_gunicorn_serves_the_installed_gateway_with_the_gevent_worker(installed):
@@ -178,7 +181,7 @@ def test_gunicorn_serves_the_installed_gateway_with_the_gevent_worker(installed)
         assert reply is not None and reply.status_code == 200, log.read_text()[-3000:]
         assert {m["name"] for m in reply.json()["motions"]} == SHIPPED_MOTIONS
         # The project's worker: gunicorn's gevent worker refusing a full house at the head.
-        assert "Using worker: gateway.gunicorn_worker.GatewayWorker" in log.read_text()
+        assert "Using worker: gateway.ops.gunicorn_worker.GatewayWorker" in log.read_text()
         settings = psutil.Process(server.pid).cmdline()[-1]  # python -m gunicorn -c SETTINGS
         assert settings.startswith(site_packages(installed)) and settings.endswith(
             "gateway/gunicorn.conf.py"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.faults.fake_torchserve import FakeTorchServe
 from tests.support.drawings import drawing
+from tests.support.fake_torchserve import FakeTorchServe
 from tests.support.gateway_server import GatewayServer, run_gateway
 
 pytestmark = pytest.mark.integration

@@ -4,7 +4,7 @@ A storm (48 clients retrying at once, 16 times the admission limit, for 10 s) ag
 gunicorn + gevent + the real TorchServe: good answers keep coming, /health stays within
 the liveness probe's timeout, every refusal is a quick 503 with Retry-After, the worker is
 never recycled, and nothing is left running after the gateway stops. Then, with the house
-held full by requests waiting on a slow model (tests/faults/fake_torchserve.py), what one
+held full by requests waiting on a slow model (tests/support/fake_torchserve.py), what one
 refusal is: answered before its body is sent, closed, on a new or a kept-alive connection.
 """
 
@@ -23,10 +23,10 @@ import pytest
 import requests
 import yaml
 
-from gateway.load_clients import Crowd, HealthPinger, Storm, Target
-from gateway.loadtest import VariedDrawings, percentiles
-from tests.faults.fake_torchserve import FakeTorchServe
+from gateway.tools.load_clients import Crowd, HealthPinger, Storm, Target
+from gateway.tools.loadtest import VariedDrawings, percentiles
 from tests.support.drawings import drawing
+from tests.support.fake_torchserve import FakeTorchServe
 from tests.support.gateway_server import GatewayServer, run_gateway
 
 pytestmark = pytest.mark.integration

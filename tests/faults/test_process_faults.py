@@ -17,7 +17,9 @@ import psutil
 import pytest
 import requests
 
-from tests.faults.processes import (
+from tests.support.drawings import drawing, post_drawing
+from tests.support.offline_gateway import offline_env
+from tests.support.processes import (
     alive,
     cpu_seconds,
     gunicorn_setting,
@@ -26,8 +28,6 @@ from tests.faults.processes import (
     render_workers,
     wait_until_rendering,
 )
-from tests.support.drawings import drawing, post_drawing
-from tests.support.offline_gateway import offline_env
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from tests.faults.processes import render_workers, wait_until_rendering
 from tests.support.drawings import drawing, post_drawing
 from tests.support.gateway_server import GatewayServer, run_gateway
+from tests.support.processes import render_workers, wait_until_rendering
 from tests.support.s3 import MotoServer
 
 pytestmark = pytest.mark.integration

@@ -17,8 +17,8 @@ import pytest
 import requests
 from PIL import Image, ImageSequence
 
-from tests.gateway.images import drawing, encode
-from tests.gateway.test_service import assert_error, model_calls, stages
+from tests.support.gateway_answers import assert_error, model_calls, stages
+from tests.support.images import drawing, encode
 from tests.support.real_photos import real_dev
 
 pytestmark = pytest.mark.integration

@@ -8,8 +8,8 @@ import sys
 import time
 from types import SimpleNamespace
 
-from gateway.arrival import arrival, stamp
-from gateway.gunicorn_worker import GatewayWorker
+from gateway.ops.arrival import arrival, stamp
+from gateway.ops.gunicorn_worker import GatewayWorker
 from tests.support.stamps import kernel_stamping, needs_receive_stamps
 
 pytestmark = needs_receive_stamps

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.backends.model_table import read_model_table
 from gateway.config import DEFAULT_MODEL_TABLE, Config, ConfigError
 
 
@@ -58,7 +59,7 @@ def test_bad_values_fail_at_start_up_naming_the_variable(env):
 
 
 def test_model_table_defaults_to_torchserve_urls():
-    roles = Config.from_env({"TORCHSERVE_URL": "http://ts:8080"}).model_roles()
+    roles = read_model_table(Config.from_env({"TORCHSERVE_URL": "http://ts:8080"}))
     assert roles["detector"].model == "drawn_humanoid_detector"
     assert roles["pose"].model == "drawn_humanoid_pose_estimator"
     assert roles["pose"].inference_url == "http://ts:8080"
@@ -71,7 +72,7 @@ def test_model_table_can_send_a_role_elsewhere(tmp_path: Path):
     table.write_text(
         "detector: {model: det, url: 'http://gpu:9/'}\npose: {model: p, min_score: 0.5}\n"
     )
-    roles = Config.from_env({"MODEL_TABLE": str(table)}).model_roles()
+    roles = read_model_table(Config.from_env({"MODEL_TABLE": str(table)}))
     assert roles["detector"].inference_url == "http://gpu:9"
     assert roles["pose"].inference_url == "http://127.0.0.1:8080"
     assert roles["pose"].min_score == 0.5
@@ -81,4 +82,4 @@ def test_model_table_without_a_role_is_refused(tmp_path: Path):
     table = tmp_path / "models.yaml"
     table.write_text("detector: {model: det}\n")
     with pytest.raises(ConfigError, match="pose"):
-        Config.from_env({"MODEL_TABLE": str(table)}).model_roles()
+        read_model_table(Config.from_env({"MODEL_TABLE": str(table)}))

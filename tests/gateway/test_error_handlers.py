@@ -1,4 +1,4 @@
-"""The error mapping (gateway/error_handlers.py) through Flask's test client: every failure
+"""The error mapping (gateway/web/error_handlers.py) through Flask's test client: every failure
 is the API's JSON error, with the status and code its kind says."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from animation.images import ImageTooLarge, UnsupportedImage
 from gateway.app import create_app
 from gateway.config import Config
-from gateway.cpu_pool import NoWorkerFree
+from gateway.rendering.pool import NoWorkerFree
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.gateway.images import drawing, encode, png_claiming
-from tests.gateway.test_service import assert_error, labels
+from tests.support.gateway_answers import assert_error, labels
 from tests.support.gateway_server import GatewayServer, run_gateway
+from tests.support.images import drawing, encode, png_claiming
 from tests.support.s3 import free_port
 
 pytestmark = pytest.mark.integration

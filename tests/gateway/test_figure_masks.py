@@ -23,14 +23,14 @@ from PIL import Image
 from animation.mask_warnings import WARNINGS
 from animation.skeleton import Skeleton
 from gateway.config import DEFAULT_MODEL_TABLE
-from tests.gateway.images import encode
-from tests.gateway.test_service import model_calls
 from tests.support.drawings import drawing as plain_drawing
 from tests.support.drawings import model_free_form, post_drawing
+from tests.support.gateway_answers import model_calls
+from tests.support.images import encode
 from tests.support.real_photos import photographed, real_dev
 from tests.support.torchserve import make_torchserve
-from torchserve.evaluate import limbs_missed
-from torchserve.synth import HELD_OUT_STYLES, generate
+from torchserve.training.evaluate import limbs_missed
+from torchserve.training.synth import HELD_OUT_STYLES, generate
 
 pytestmark = pytest.mark.integration
 SEGMENTER = "drawn_humanoid_segmenter"
@@ -165,7 +165,7 @@ def test_a_figure_the_detector_boxed_in_part_is_cropped_again_around_all_of_it(
 def test_real_drawings_photographed_again_keep_their_outline(gateway, name, seed):
     # Material nobody on the team made: real-dev's crops on a sheet of their own paper,
     # shot at an angle over a table by the generator's camera (light, shadows, blur, JPEG;
-    # `torchserve.rephoto`). Through the whole gateway, IoU against the annotated mask:
+    # `torchserve.training.rephoto`). Through the whole gateway, IoU against the annotated mask:
     # 0.830-0.980 for char1-5 (seeds 0-3, mean 0.923). The pig's photo of seed 3: 0.939,
     # its body taken in by the second crop (0.38 without it; without setting the
     # shadow's and the table's broad patches aside, the pig reached the photo's border

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gateway.geometry import Scale, pixels_holding
+from gateway.rendering.geometry import Scale, pixels_holding
 
 
 @pytest.mark.parametrize(("upload", "model"), [

@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.gateway.images import drawing, encode
-from tests.gateway.test_service import fetch_gif, labels, stages
+from tests.support.gateway_answers import fetch_gif, labels, stages
 from tests.support.gateway_server import run_gateway
+from tests.support.images import drawing, encode
 
 pytestmark = pytest.mark.integration
 

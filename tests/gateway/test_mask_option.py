@@ -11,7 +11,9 @@ import pytest
 from PIL import Image
 
 from gateway.errors import BadRequest
-from gateway.parsing import Upload, parse_animate_request, parse_annotate_request, parse_mask
+from gateway.web.options import parse_mask
+from gateway.web.requests import parse_animate_request, parse_annotate_request
+from gateway.web.upload import Upload
 
 
 def png(width: int, height: int) -> str:

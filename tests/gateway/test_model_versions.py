@@ -9,8 +9,8 @@ import time
 import pytest
 import requests
 
-from gateway.torchserve_client import VERSIONS_TTL_S
-from tests.gateway.images import drawing, encode
+from gateway.backends.torchserve_client import VERSIONS_TTL_S
+from tests.support.images import drawing, encode
 from tests.support.torchserve import WEIGHTS_DIR, make_torchserve
 from torchserve.build_archives import ARCHIVES, build
 

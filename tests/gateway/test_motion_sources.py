@@ -1,19 +1,20 @@
 """Where the gateway's motions come from: the shipped table, MOTIONS_DIR, and uploads
-(read in a render worker by cpu_tasks.read_motion). Unit tests: no server."""
+(read in a render worker by rendering.tasks.read_motion, whose library errors the gateway
+answers as the API's). Unit tests: no server."""
 
 import pickle
 import shutil
 
 import pytest
 
-from animation.bvh import UPLOAD_LIMITS
-from animation.motions import load_motion_table
-from gateway.catalogue import MotionCatalogue, motion_table
+from animation.bvh import UPLOAD_LIMITS, BVHError, BVHLimitError
+from animation.motions import MotionError, load_motion_table, motion_table
 from gateway.config import Config, ConfigError
-from gateway.cpu_tasks import read_motion
-from gateway.errors import InvalidMotion, MotionTooLarge
-from gateway.parsing import MotionUpload
-from tests.gateway.motion_files import (
+from gateway.errors import InvalidMotion, MotionTooLarge, from_library
+from gateway.rendering import tasks
+from gateway.rendering.catalogue import MotionCatalogue
+from gateway.web.requests import MotionUpload
+from tests.support.motion_files import (
     CONVENTIONS,
     convention,
     frames_only,
@@ -24,6 +25,14 @@ from tests.gateway.motion_files import (
 
 def upload(data: bytes, **options) -> MotionUpload:
     return MotionUpload(name="walk", data=data, **options)
+
+
+def read_motion(motion: MotionUpload):
+    """The task, and what the gateway answers for the library's errors it raises."""
+    try:
+        return tasks.read_motion(motion)
+    except (BVHError, MotionError) as exc:
+        raise from_library(exc) from None
 
 
 def test_an_upload_is_read_with_its_options():
@@ -67,6 +76,10 @@ def test_the_errors_cross_the_worker_boundary():
     error = pickle.loads(pickle.dumps(InvalidMotion("walk.bvh:3: bad")))
     assert type(error) is InvalidMotion and error.status == 400 and error.code == "invalid_motion"
     assert pickle.loads(pickle.dumps(MotionTooLarge("x"))).status == 413
+    # The task raises the library's errors: they cross it whole, with what they carry.
+    limit = pickle.loads(pickle.dumps(BVHLimitError("walk.bvh: 9 frames", "frames", 4)))
+    assert type(limit) is BVHLimitError and (limit.limit, limit.line) == ("frames", 4)
+    assert str(from_library(limit)) == "walk.bvh: 9 frames (limit on frames)"
 
 
 @pytest.fixture

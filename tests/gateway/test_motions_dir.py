@@ -13,10 +13,10 @@ import pytest
 import requests
 from PIL import Image
 
-from tests.gateway.images import drawing, encode
-from tests.gateway.motion_files import CONVENTIONS, convention, lengthened, with_bad_number
-from tests.gateway.test_service import DEFAULT_MOTIONS, labels
+from tests.support.gateway_answers import DEFAULT_MOTIONS, labels
 from tests.support.gateway_server import GatewayServer, run_gateway
+from tests.support.images import drawing, encode
+from tests.support.motion_files import CONVENTIONS, convention, lengthened, with_bad_number
 
 pytestmark = pytest.mark.integration
 

@@ -17,10 +17,11 @@ from flask import Blueprint
 from openapi_spec_validator import validate
 
 from animation.images import ImageRejected
-from gateway import errors, openapi
+from gateway import errors
 from gateway.app import create_app
 from gateway.config import Config
-from gateway.parsing import MOTION_UPLOAD_FIELDS, AnimateOptions, FigureOptions
+from gateway.web import openapi
+from gateway.web.requests import MOTION_UPLOAD_FIELDS, AnimateOptions, FigureOptions
 
 REPO = Path(__file__).resolve().parents[2]
 

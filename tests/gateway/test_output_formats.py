@@ -17,9 +17,9 @@ import requests
 from PIL import Image
 
 from tests.animation.test_render import _frames as decoded_frames
-from tests.gateway.images import drawing, encode
-from tests.gateway.test_service import assert_error, labels, stages
+from tests.support.gateway_answers import assert_error, labels, stages
 from tests.support.gateway_server import GatewayServer, run_gateway
+from tests.support.images import drawing, encode
 
 pytestmark = pytest.mark.integration
 MOTION = "wave_hello"

@@ -5,9 +5,9 @@ import json
 import pytest
 from flask import Flask
 
-from gateway.body import body_limit, read_body
 from gateway.errors import BadRequest, PayloadTooLarge, UnknownMotion, UnsupportedMediaType
-from gateway.parsing import AnimateOptions, parse_animate_request, parse_options, read_upload
+from gateway.web.requests import AnimateOptions, parse_animate_request, parse_options
+from gateway.web.upload import body_limit, read_body, read_upload
 
 KNOWN = ["dab", "jumping", "wave_hello", "zombie"]
 DEFAULT = ("dab", "jumping")

@@ -8,13 +8,9 @@ from werkzeug.test import encode_multipart
 
 from animation.bvh import UPLOAD_LIMITS
 from gateway.errors import BadRequest, InvalidMotion, MotionTooLarge, UnknownMotion
-from gateway.parsing import (
-    CUSTOM_MOTION,
-    Upload,
-    motion_name,
-    parse_animate_request,
-    read_upload,
-)
+from gateway.web.options import CUSTOM_MOTION, motion_name
+from gateway.web.requests import parse_animate_request
+from gateway.web.upload import Upload, read_upload
 
 KNOWN = ["dab", "jumping", "wave_hello", "zombie"]
 DEFAULT = ("dab", "jumping")

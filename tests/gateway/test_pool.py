@@ -5,9 +5,9 @@ import gevent
 import pytest
 
 from gateway.admission import Admission
-from gateway.cpu_pool import CpuPool, NoWorkerFree, WorkerCrashed
 from gateway.errors import ClientGone, NoCharacterDetected, Overloaded
-from tests.gateway import pool_tasks
+from gateway.rendering.pool import CpuPool, NoWorkerFree, WorkerCrashed
+from tests.support import pool_tasks
 
 
 @pytest.fixture(scope="module")

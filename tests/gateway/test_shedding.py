@@ -1,5 +1,6 @@
-"""Refusing a full house before Flask (gateway/shedding.py): which requests, the bytes of the
-answer, its pace. The worker that uses it runs for real in tests/faults/test_overload.py."""
+"""Admission and overload (gateway/admission.py): which requests are refused at their head,
+the bytes of the answer, its pace, and the claims. The worker that uses it runs for real in
+tests/faults/test_overload.py."""
 
 from __future__ import annotations
 
@@ -10,12 +11,19 @@ import time
 import gevent
 import pytest
 
-from gateway.admission import Admission
+from gateway.admission import (
+    GUARDED_PATHS,
+    Admission,
+    RefusalHold,
+    Shedder,
+    parse_head,
+    refusal_bytes,
+)
 from gateway.app import create_app
 from gateway.config import Config, ConfigError
 from gateway.errors import error_document
-from gateway.load_clients import parse_answer
-from gateway.shedding import RefusalHold, Shedder, guarded_paths, parse_head, refusal_bytes
+from gateway.ops.gunicorn_worker import GatewayWorker
+from gateway.tools.load_clients import parse_answer
 
 
 @pytest.fixture
@@ -28,15 +36,19 @@ def fill(admission: Admission) -> None:
 
 
 def test_the_worker_refuses_on_exactly_the_routes_flask_refuses_a_full_house_on(app):
-    guarded = guarded_paths(app)
-    assert {"/animate", "/"} <= guarded and "/health" not in guarded
+    # The guarded routes are declared (GUARDED_PATHS): each is a POST route of the app, and
+    # Flask refuses a full house on exactly those.
+    assert {"/animate", "/", "/annotate"} == GUARDED_PATHS
     client = app.test_client()
-    fill(app.extensions["gateway"].admission)
+    admission = app.extensions["gateway"].admission
+    fill(admission)
     posts = {r.rule for r in app.url_map.iter_rules() if "POST" in r.methods and not r.arguments}
+    assert GUARDED_PATHS <= posts
     for path in posts:
         reply = client.post(path, data=b"x", content_type="image/png")
         refused = reply.status_code == 503 and reply.get_json()["error"]["code"] == "overloaded"
-        assert refused == (path in guarded), path
+        assert refused == (path in GUARDED_PATHS), path
+        assert admission.at_head("POST", path, {}) == (path in GUARDED_PATHS), path
 
 
 def test_flask_refuses_a_full_house_before_the_body_with_the_same_answer(app):
@@ -103,7 +115,7 @@ def test_hold_answers_each_refusal_on_the_grid_before_its_bound():
 def test_held_refusals_are_answered_when_due_and_their_connections_closed():
     admission = Admission(slots=1, queue=0, wait_s=1, retry_after_s=3)
     fill(admission)
-    shedder = Shedder(admission, frozenset({"/animate"}), hold=RefusalHold(0.03))
+    shedder = Shedder(admission, hold=RefusalHold(0.03))
     pairs = [socket.socketpair() for _ in range(3)]
     arrived = time.monotonic()
     for i, (server_end, client) in enumerate(pairs):
@@ -128,7 +140,7 @@ def test_held_refusals_are_answered_when_due_and_their_connections_closed():
 def test_a_stopping_worker_answers_its_held_refusals_at_once():
     admission = Admission(slots=1, queue=0, wait_s=1, retry_after_s=3)
     fill(admission)
-    shedder = Shedder(admission, frozenset({"/animate"}), hold=RefusalHold(10.0))
+    shedder = Shedder(admission, hold=RefusalHold(10.0))
     server_end, client = socket.socketpair()
     shedder.answer(server_end, "/animate", {}, time.monotonic())
     assert shedder.held == 1
@@ -139,31 +151,30 @@ def test_a_stopping_worker_answers_its_held_refusals_at_once():
     client.close()
 
 
-def test_shedder_refuses_only_posts_to_guarded_routes_of_a_full_house():
+def test_only_posts_to_guarded_routes_of_a_full_house_are_refused_at_their_head():
     admission = Admission(slots=1, queue=1, wait_s=1, retry_after_s=2)
-    shedder = Shedder(admission, frozenset({"/animate", "/"}))
-    assert not shedder.refuses("POST", "/animate", {})  # room left
+    assert not admission.at_head("POST", "/animate", {})  # room left
     fill(admission)
     assert admission.full
-    assert shedder.refuses("POST", "/animate", {}) and shedder.refuses("POST", "/", {})
-    assert not shedder.refuses("GET", "/animate", {})
-    assert not shedder.refuses("POST", "/annotate-not-guarded", {})
+    assert admission.at_head("POST", "/animate", {}) and admission.at_head("POST", "/", {})
+    assert admission.at_head("POST", "/annotate", {})
+    assert not admission.at_head("GET", "/animate", {})
+    assert not admission.at_head("POST", "/annotate-not-guarded", {})
 
 
 def test_with_an_api_key_only_a_caller_with_it_is_refused_here():
-    admission = Admission(slots=1, queue=0, wait_s=1, retry_after_s=2)
+    admission = Admission(slots=1, queue=0, wait_s=1, retry_after_s=2, api_key="s3cret")
     fill(admission)
-    shedder = Shedder(admission, frozenset({"/animate"}), api_key="s3cret")
-    assert shedder.refuses("POST", "/animate", {"authorization": "Bearer s3cret"})
+    assert admission.at_head("POST", "/animate", {"authorization": "Bearer s3cret"})
     # Without it, Flask answers 401 as it would with room: a full house is no one's business
     # but a caller's.
-    assert not shedder.refuses("POST", "/animate", {})
-    assert not shedder.refuses("POST", "/animate", {"authorization": "Bearer nope"})
+    assert not admission.at_head("POST", "/animate", {})
+    assert not admission.at_head("POST", "/animate", {"authorization": "Bearer nope"})
 
 
 def test_the_hold_is_a_setting(tmp_path):
     config = Config.from_env({"REFUSAL_HOLD_S": "0.02", "STORAGE_URL": f"file://{tmp_path}"})
-    assert Shedder.for_app(create_app(config)).hold.hold_s == 0.02
+    assert GatewayWorker.shedder_for(create_app(config)).hold.hold_s == 0.02
     assert Config().refusal_hold_s == 0.04
     with pytest.raises(ConfigError, match="REFUSAL_HOLD_S"):
         Config.from_env({"REFUSAL_HOLD_S": "5"})
@@ -179,8 +190,7 @@ def test_a_claim_holds_a_place_until_admitted_or_expired(monkeypatch):
     admission.claim("a")  # let in while no slot is free: the last place is on account
     assert admission.full  # for anyone else...
     assert not admission.full_for("a")  # ...but not for the request holding the claim
-    shedder = Shedder(admission, frozenset({"/animate"}))
-    assert shedder.refuses("POST", "/animate", {}) and not shedder.refuses(
+    assert admission.at_head("POST", "/animate", {}) and not admission.at_head(
         "POST", "/animate", {}, "a"
     )
     clock.now += 1.1  # its body never came: the claim lapses
@@ -199,4 +209,9 @@ def test_a_claim_ends_with_its_request():
     assert admission.full and not admission.full_for("a")
     admission.release("a")  # answered from storage, say: no slot taken, place given back
     assert not admission.full
-    assert Shedder(admission, frozenset({"/animate"})).guards("POST", "/animate")
+    # A request let in at its head while no slot is free claims a place itself.
+    assert not admission.at_head("POST", "/animate", {}, "b", claim=True)
+    assert admission.full and not admission.full_for("b")
+    admission.release("b")
+    assert not admission.at_head("GET", "/health", {}, "c", claim=True)  # not a guarded route
+    assert not admission.full

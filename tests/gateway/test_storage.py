@@ -4,8 +4,8 @@ import uuid
 import pytest
 import requests
 
+from gateway.backends.storage import FileStorage, S3Storage, animation_key, open_storage
 from gateway.errors import StorageUnavailable
-from gateway.storage import FileStorage, S3Storage, animation_key, open_storage
 
 SHA = "ab" * 32
 OPTIONS = {"size": 256, "fps": 15, "keypoints": None, "bbox": None}
@@ -132,7 +132,7 @@ def test_s3_readiness_is_a_real_write_whose_answer_is_reused_briefly(s3_server, 
     assert "takes no write" in storage.missing()
     s3_server.create_bucket(bucket)
     assert "takes no write" in storage.missing()  # asked again only after WRITE_CHECK_TTL_S
-    monkeypatch.setattr("gateway.storage.WRITE_CHECK_TTL_S", 0.0)
+    monkeypatch.setattr("gateway.backends.storage.WRITE_CHECK_TTL_S", 0.0)
     assert storage.missing() is None
     listed = s3_server.client().list_objects_v2(Bucket=bucket)["Contents"]
     assert [o["Key"] for o in listed] == ["anim/.ready-check"]  # the write it made

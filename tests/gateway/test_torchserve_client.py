@@ -8,7 +8,8 @@ from http.server import ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from gateway.config import ModelRole
+from gateway.backends.model_table import ModelRole
+from gateway.backends.torchserve_client import NO_FIGURE, TorchServeClient
 from gateway.errors import (
     ImageTooLarge,
     InvalidImage,
@@ -17,7 +18,6 @@ from gateway.errors import (
     PoseNotFound,
     UnsupportedMediaType,
 )
-from gateway.torchserve_client import NO_FIGURE, TorchServeClient
 from tests.support.http import JSONHandler
 from tests.support.s3 import free_port
 
@@ -117,7 +117,7 @@ def test_versions_come_from_the_management_api_and_are_kept_while_it_is_down(ser
     assert client.versions([]) == {}
     replies.by_path["/models/pose"] = (200, [{"modelName": "pose", "modelVersion": "2.0"}])
     assert client.versions(["pose"]) == {"pose": "unknown"}  # read again only after the TTL
-    monkeypatch.setattr("gateway.torchserve_client.VERSIONS_TTL_S", 0.0)
+    monkeypatch.setattr("gateway.backends.torchserve_client.VERSIONS_TTL_S", 0.0)
     assert client.versions(["pose"]) == {"pose": "2.0"}
     replies.by_path.clear()  # the management API answers 404 for everything now
     assert client.versions(["detector", "pose"]) == {"detector": "1.0.aa", "pose": "2.0"}
@@ -163,7 +163,7 @@ def test_refused_connection_fails_fast_after_one_retry():
 
 def test_the_segmenter_is_optional_and_its_unsure_masks_are_no_figure(server, monkeypatch):
     replies, client = server
-    monkeypatch.setattr("gateway.torchserve_client.VERSIONS_TTL_S", 0.0)
+    monkeypatch.setattr("gateway.backends.torchserve_client.VERSIONS_TTL_S", 0.0)
     replies.by_path["/models/det"] = (200, [{"modelName": "det", "workers": [{"status": "READY"}]}])
     replies.by_path["/models/pose"] = (
         200,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import requests
 
-from tests.gateway.images import drawing, encode
-from tests.gateway.test_service import assert_error
+from tests.support.gateway_answers import assert_error
+from tests.support.images import drawing, encode
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,9 @@ from PIL import Image
 
 from animation.bvh import UPLOAD_LIMITS, parse_bvh_bytes
 from animation.motions import motion_from_bvh
-from tests.gateway.images import drawing, encode
-from tests.gateway.motion_files import convention, frames_only, with_bad_number
-from tests.gateway.test_service import assert_error, labels, model_calls, stages
+from tests.support.gateway_answers import assert_error, labels, model_calls, stages
+from tests.support.images import drawing, encode
+from tests.support.motion_files import convention, frames_only, with_bad_number
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """Drawings to post to the gateway, and the form that asks for a render without the models.
 
-`drawing()` is a synthetic photo of a child's drawing (torchserve.synth, seeded) with its
+`drawing()` is a synthetic photo of a child's drawing (torchserve.training.synth, seeded) with its
 true box and keypoints; `model_free_form(d)` sends them as the `bbox` and `keypoints`
 options, which skip the detector and the pose estimator, so a test of the gateway's own
 behaviour (faults, bad input, security) renders for real without TorchServe.
@@ -38,7 +38,7 @@ PLAIN = {
 
 @lru_cache(maxsize=8)
 def drawing(seed: int = 3, size: int = 600) -> Drawing:
-    from torchserve.synth.generator import generate
+    from torchserve.training.synth.generator import generate
 
     sample = generate(seed, size=size, only=PLAIN)
     out = io.BytesIO()

@@ -9,7 +9,7 @@ import io
 import numpy as np
 from PIL import Image
 
-from gateway.preprocess import crop_box
+from animation.crop import crop_box
 
 
 def gateway_crop(sample) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,5 @@
 """Real drawings (`../shared/real-dev`, beside the checkout): where they are, and photographed
-again by the synthetic generator's camera (`torchserve.rephoto`): whole photos whose mask is
+again by the synthetic generator's camera (`torchserve.training.rephoto`): whole photos whose mask is
 known.
 
 CI and `make test` run with `../shared` beside the checkout, so every test that reads them
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from torchserve.rephoto import rephotograph
+from torchserve.training.rephoto import rephotograph
 
 REAL_DEV = Path(__file__).resolve().parents[2].parent / "shared" / "real-dev"
 

@@ -1,4 +1,4 @@
-"""Tests of the kernel's receive stamps (gateway/arrival.py) need them turned on first."""
+"""Tests of the kernel's receive stamps (gateway/ops/arrival.py) need them turned on first."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gateway.arrival import ANCILLARY_SIZE, stamp
+from gateway.ops.arrival import ANCILLARY_SIZE, stamp
 
 # Receive stamps (SO_TIMESTAMPNS) are Linux's: elsewhere `arrival` always answers "now".
 needs_receive_stamps = pytest.mark.skipif(

@@ -18,7 +18,7 @@ from torchserve.handlers.base import pick_device
 from torchserve.handlers.detector_handler import DetectorHandler
 from torchserve.handlers.images import RequestError, decode_image, request_body
 from torchserve.handlers.pose_handler import PoseHandler
-from torchserve.synth import generate
+from torchserve.training.synth import generate
 
 WEIGHTS = Path(__file__).resolve().parents[2] / "torchserve" / "weights"
 

@@ -178,7 +178,7 @@ def test_training_continues_from_saved_weights(tmp_path: Path) -> None:
 
 
 def test_the_evaluation_lists_a_continued_run_after_the_one_it_started_from() -> None:
-    from torchserve.evaluate import training_history
+    from torchserve.training.evaluate import training_history
 
     first = {"trained_steps": 5000, "batch_size": 16, "lr": "0.003", "generator": "aaa",
              "samples": 10000, "seed": 0, "threads": 1}  # fmt: skip
@@ -193,7 +193,7 @@ def test_the_evaluation_lists_a_continued_run_after_the_one_it_started_from() ->
 
 
 def test_committed_weights_find_a_generated_figure_and_its_joints() -> None:
-    from torchserve.synth import HELD_OUT_STYLES, generate
+    from torchserve.training.synth import HELD_OUT_STYLES, generate
 
     torch.set_num_threads(1)
     detector = load_detector(str(WEIGHTS / "detector.pt"))
@@ -232,7 +232,7 @@ def test_letterbox_takes_an_image_thinner_than_one_output_pixel() -> None:
 
 def test_a_limb_joint_counts_as_missed_only_beyond_a_tenth_of_the_figure() -> None:
     from animation.skeleton import JOINT_INDEX, JOINTS
-    from torchserve.evaluate import LIMB_JOINTS, limbs_missed
+    from torchserve.training.evaluate import LIMB_JOINTS, limbs_missed
 
     rng = np.random.default_rng(0)
     skeleton = rng.uniform(0, 200, (len(JOINTS), 2))
@@ -249,7 +249,7 @@ def test_a_limb_joint_counts_as_missed_only_beyond_a_tenth_of_the_figure() -> No
 
 
 def test_the_pose_is_scored_on_the_real_drawings_annotated_as_people() -> None:
-    from torchserve import evaluate
+    from torchserve.training import evaluate
 
     real = real_dev()
     evaluate._load(*(str(WEIGHTS / f"{k}.pt") for k in ("detector", "pose", "segmenter")))

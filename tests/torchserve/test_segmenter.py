@@ -16,8 +16,8 @@ from torchserve.handlers.segmenter_handler import SegmenterHandler
 from torchserve.model import decode_mask, load_detector, load_pose, load_segmenter
 from torchserve.model.segmenter import MASK_MARGIN_PX, logits_to_crop, upsample_logits
 from torchserve.model.transforms import Letterbox, fit_letterbox
-from torchserve.synth import HELD_OUT_STYLES, generate
 from torchserve.training.metrics import mask_iou
+from torchserve.training.synth import HELD_OUT_STYLES, generate
 
 WEIGHTS = Path(__file__).resolve().parents[2] / "torchserve" / "weights"
 SEEDS = range(1_000_010, 1_000_016)  # the evaluation's held-out seeds, not training's
@@ -45,7 +45,7 @@ def test_logits_land_on_the_crop_pixels_they_were_computed_for():
 
 
 def test_served_masks_have_the_margin_the_labels_have():
-    from torchserve.synth.generator import MASK_MARGIN_PX as LABEL_MARGIN
+    from torchserve.training.synth.generator import MASK_MARGIN_PX as LABEL_MARGIN
 
     assert MASK_MARGIN_PX == LABEL_MARGIN
     # One positive logit cell in the middle of a 1:1 letterbox: a disc of the margin's

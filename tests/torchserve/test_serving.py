@@ -20,12 +20,12 @@ import pytest
 import requests
 from PIL import Image
 
-from gateway.preprocess import crop_box
+from animation.crop import crop_box
 from tests.support.masks import gateway_crop, mask_of
 from tests.support.torchserve import make_torchserve
 from torchserve.server import TorchServe
-from torchserve.synth import HELD_OUT_STYLES, generate
 from torchserve.training.metrics import share_inside
+from torchserve.training.synth import HELD_OUT_STYLES, generate
 
 pytestmark = pytest.mark.integration
 

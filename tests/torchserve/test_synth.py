@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from torchserve.synth import (
+from torchserve.training.synth import (
     HELD_OUT_STYLES,
     STYLE_AXES,
     Sample,
@@ -21,8 +21,8 @@ from torchserve.synth import (
     props,
     scene,
 )
-from torchserve.synth.__main__ import main as synth_cli
-from torchserve.synth.generator import MASK_MARGIN_PX, fill_enclosed
+from torchserve.training.synth.__main__ import main as synth_cli
+from torchserve.training.synth.generator import MASK_MARGIN_PX, fill_enclosed
 
 SEEDS = range(40)
 
@@ -47,7 +47,7 @@ def test_same_seed_same_bytes():
 def test_same_bytes_in_a_fresh_process():
     """Data-loader workers are separate processes: cached textures must not drift."""
     code = (
-        "import hashlib; from torchserve.synth import generate; "
+        "import hashlib; from torchserve.training.synth import generate; "
         "s = generate(5, size=200); print(hashlib.sha256(s.image.tobytes()).hexdigest())"
     )
     out = subprocess.run(

@@ -115,5 +115,5 @@ def decode_detections(
 
 
 def load_detector(path: str, device: str | torch.device = "cpu") -> DetectorNet:
-    """The detector saved by ``torchserve.train detector``, in eval mode on ``device``."""
+    """The detector saved by ``torchserve.training detector``, in eval mode on ``device``."""
     return load_network(path, DETECTOR_FORMAT, DetectorNet, device)

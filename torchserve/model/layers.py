@@ -101,7 +101,7 @@ def load_network(
     build: Callable[..., SquareInputNet],
     device: str | torch.device,
 ) -> SquareInputNet:
-    """Rebuild a network saved by ``torchserve.train`` and load its weights, in eval mode."""
+    """Rebuild a network saved by ``torchserve.training`` and load its weights, in eval mode."""
     checkpoint = read_checkpoint(path, expected_format)
     config = checkpoint["config"]
     model = build(size=config["size"], widths=tuple(config["widths"]))
@@ -110,7 +110,7 @@ def load_network(
 
 
 def read_checkpoint(path: str, expected_format: str) -> dict:
-    """A checkpoint saved by ``torchserve.train`` (format, config, state_dict as float32,
+    """A checkpoint saved by ``torchserve.training`` (format, config, state_dict as float32,
     meta), refused unless it is of ``expected_format``."""
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     if checkpoint.get("format") != expected_format:

@@ -95,5 +95,5 @@ def decode_keypoints(logits: torch.Tensor, box: Letterbox) -> list[list[float]]:
 
 
 def load_pose(path: str, device: str | torch.device = "cpu") -> PoseNet:
-    """The pose network saved by ``torchserve.train pose``, in eval mode on ``device``."""
+    """The pose network saved by ``torchserve.training pose``, in eval mode on ``device``."""
     return load_network(path, POSE_FORMAT, PoseNet, device)

@@ -35,8 +35,8 @@ SEGMENTER_FORMAT = "drawn-humanoid-segmenter/1"
 NECK_CHANNELS = 48
 FINE_CHANNELS = 16
 THRESHOLD = 0.5  # probability above which a crop pixel is the figure's
-# AnimatedDrawings' masks run about 2 px outside the ink at any crop size (measured on the
-# real drawings; torchserve.synth labels its masks the same way, MASK_MARGIN_PX there).
+# AnimatedDrawings' masks run this far outside the ink at any crop size (as on the real
+# drawings; torchserve.training.synth labels its masks the same way, MASK_MARGIN_PX there).
 MASK_MARGIN_PX = 2
 
 
@@ -151,5 +151,5 @@ def decode_mask(
 
 
 def load_segmenter(path: str, device: str | torch.device = "cpu") -> SegmenterNet:
-    """The segmenter saved by ``torchserve.train segmenter``, in eval mode on ``device``."""
+    """The segmenter saved by ``torchserve.training segmenter``, in eval mode on ``device``."""
     return load_network(path, SEGMENTER_FORMAT, SegmenterNet, device)

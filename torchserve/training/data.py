@@ -124,7 +124,7 @@ def make_record(
 def generator_version() -> str:
     """A hash of the generator's source: a changed generator invalidates the cache."""
     digest = hashlib.sha256()
-    synth = Path(__file__).resolve().parents[1] / "synth"
+    synth = Path(__file__).resolve().parent / "synth"
     for path in sorted(synth.rglob("*.py")):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
@@ -133,7 +133,7 @@ def generator_version() -> str:
 
 def _generate_record(args: tuple[int, str, int]) -> tuple:
     seed, split, det_size = args
-    from torchserve.synth import HELD_OUT_STYLES, generate
+    from torchserve.training.synth import HELD_OUT_STYLES, generate
 
     if split == "held_out_styles":
         sample = generate(seed, only=HELD_OUT_STYLES)

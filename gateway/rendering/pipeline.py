@@ -1,0 +1,206 @@
+"""One /animate request from bytes to URLs (and one /annotate request, its first half):
+the stages, in order, and their timings.
+
+lookup (storage) -> queue (admission) -> motion (an uploaded BVH read, in a worker process)
+-> the figure stage (figure_stage.py: decode -> detect -> pose -> segment) -> rig + render
+(worker processes) -> upload. Motions already in storage for this image, these options and
+these versions (renderer, motion, models) are not rendered again, and an answer wholly from
+storage takes no render slot. The detector and the pose estimator run once per request,
+whatever the number of motions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+
+from animation.bvh import BVHError
+from animation.figure import FigureError
+from animation.motions import Motion, MotionError
+from animation.render import RenderOptions
+from animation.version import renderer_version
+from gateway.admission import Admission
+from gateway.backends.storage import Storage, animation_key
+from gateway.backends.torchserve_client import TorchServeClient
+from gateway.config import Config
+from gateway.errors import StorageUnavailable, from_library
+from gateway.greenlets import run_all
+from gateway.ops import metrics
+from gateway.ops.stage_timer import StageTimer
+from gateway.rendering import tasks
+from gateway.rendering.catalogue import MotionCatalogue
+from gateway.rendering.figures import Figure, FigureStage
+from gateway.rendering.pool import CpuPool
+from gateway.web.requests import AnimateOptions, AnimateRequest, AnnotateRequest
+
+log = logging.getLogger("gateway.pipeline")
+# Bump when the gateway's own preparation changes what a GIF looks like (the crop margin,
+# the second crop around the whole drawing, the joints kept on the crop, the texture and
+# mask built in the render tasks, the resolution the rig is built at). Library, motion and model
+# versions are read.
+PREPARATION_VERSION = 5
+
+
+def _split(names: list, parts: int) -> list[list]:
+    """Motions dealt round-robin into `parts` non-empty chunks, one per idle render worker."""
+    parts = max(1, min(parts, len(names)))
+    return [names[i::parts] for i in range(parts)]
+
+
+def model_roles(options: AnimateOptions, segmenter: bool = False) -> tuple[str, ...]:
+    """The models whose answers shape this request's GIFs: a given bbox or mask skips the
+    detector, given keypoints the pose model; the segmenter counts when it made the mask
+    (`segmenter`), which a given mask rules out."""
+    skipped = {"detector": options.bbox or options.mask, "pose": options.keypoints}
+    roles = tuple(role for role, given in skipped.items() if given is None)
+    return roles + ("segmenter",) if segmenter and options.mask is None else roles
+
+
+@dataclass(frozen=True)
+class Animations:
+    """What /animate answers: a URL per motion, and the figure mask's warnings (empty when
+    the mask looked right, or when storage answered and no figure was looked at)."""
+
+    urls: dict[str, str]
+    figure_warnings: tuple[str, ...] = ()
+
+
+class AnimationPipeline:
+    def __init__(
+        self,
+        config: Config,
+        models: TorchServeClient,
+        storage: Storage,
+        pool: CpuPool,
+        admission: Admission,
+        catalogue: MotionCatalogue,
+    ) -> None:
+        self.config = config
+        self.models = models
+        self.storage = storage
+        self.pool = pool
+        self.admission = admission
+        self.catalogue = catalogue
+        self.figures = FigureStage(config, models, pool)
+
+    def keys(self, job: AnimateRequest, segmenter: bool = False) -> dict[str, str]:
+        """motion -> storage key: the image, the options and every version that shapes it
+        (the segmenter's when it made the mask)."""
+        options = job.options
+        fields = {
+            **options.render_fields(),
+            "renderer": renderer_version(),
+            "preparation": PREPARATION_VERSION,
+            "model_input_px": self.config.model_input_px,
+            "models": self.models.versions(model_roles(options, segmenter)),
+        }
+        image_sha = hashlib.sha256(job.image).hexdigest()
+        versions = dict(self.catalogue.versions)
+        if job.motion_upload is not None:  # its file's content and retarget options
+            versions[job.motion_upload.name] = job.motion_upload.version()
+        return {m: animation_key(image_sha, fields, m, versions[m], options.suffix)
+                for m in job.motions}  # fmt: skip
+
+    def _storage_call(self, operation: str, fn, *args):
+        try:
+            return fn(*args)
+        except StorageUnavailable:
+            metrics.STORAGE_ERRORS.labels(operation).inc()
+            raise
+
+    def run(self, job: AnimateRequest, timer: StageTimer, host_url: str, client=None) -> Animations:
+        """A URL for every requested motion (an uploaded one last), rendering only what
+        storage lacks, and the figure's warnings when it was looked at.
+
+        The GIFs are looked up under the keys of the mask the request should get (the
+        segmenter's version among them when TorchServe serves it); when the segmenter
+        failed and OpenCV made the mask alone, they are stored under OpenCV's keys, so a working segmenter later
+        renders them again rather than serving the fallback's."""
+        segmenter = job.options.mask is None and self.models.serves("segmenter")
+        warnings: tuple[str, ...] = ()
+        with timer.stage("lookup"):
+            keys = self.keys(job, segmenter)
+            found = run_all(
+                self._storage_call, [("lookup", self.storage.exists, k) for k in keys.values()]
+            )
+        missing = [m for m, hit in zip(keys, found, strict=True) if not hit]
+        if not missing:
+            metrics.CACHE_HITS.inc()
+        else:
+            with self.admission.admit(client) as waited_s:
+                timer.add("queue", waited_s)
+                files, figure = self._render(job, missing, segmenter, timer, client)
+                warnings = figure.mask.warnings
+                if segmenter and not figure.mask.consulted:
+                    fallback = self.keys(job, segmenter=False)
+                    keys |= {m: fallback[m] for m in missing}
+                content_type = job.options.content_type
+                with timer.stage("upload"):
+                    run_all(
+                        self._storage_call,
+                        [("upload", self.storage.put, keys[m], files[m], content_type)
+                         for m in missing],
+                    )  # fmt: skip
+        # Only now, with every object stored, are URLs handed out.
+        return Animations({m: self.storage.url(keys[m], host_url) for m in job.motions}, warnings)
+
+    def annotate(self, job: AnnotateRequest, timer: StageTimer, client=None) -> dict:
+        """/annotate: the figure stage alone, under the same admission as a render."""
+        with self.admission.admit() as waited_s:
+            timer.add("queue", waited_s)
+            figure = self.figures.find(job.image, job.figure, timer, client, annotate=True)
+        return figure.annotation()
+
+    def _render(
+        self, job: AnimateRequest, motions: list[str], segmenter: bool, timer: StageTimer, client
+    ) -> tuple[dict, Figure]:
+        upload = job.motion_upload
+        todo: list[str | Motion] = list(motions)
+        if upload is not None and upload.name in motions:
+            # Read before any model is asked: a malformed file is the client's error, fast.
+            with timer.stage("motion"):
+                try:
+                    custom = self.pool.map(tasks.read_motion, [(upload,)], client)[0]
+                except (BVHError, MotionError) as exc:
+                    raise from_library(exc) from None
+            todo[motions.index(upload.name)] = custom
+        figure = self.figures.find(job.image, job.options.figure, timer, client,
+                                   segmenter=segmenter)  # fmt: skip
+        return self._animate(figure, todo, job.options, timer, client), figure
+
+    def _animate(
+        self, figure: Figure, motions: list[str | Motion], options, timer: StageTimer, client
+    ) -> dict:
+        """A file's bytes per motion, the motions shared out over the idle render workers."""
+        chunks = _split(motions, max(1, self.pool.idle))
+        render = RenderOptions(
+            size=options.size, fps=options.fps, format=options.format,
+            background=options.background,
+        )  # fmt: skip
+        start = time.perf_counter()
+        metrics.RENDER_WORKERS_BUSY.inc(len(chunks))
+        jobs = [
+            tasks.RenderJob(
+                figure.crop,
+                figure.keypoints[:, :2],
+                figure.mask.mask,
+                chunk,
+                render,
+                self.config.motions_dir,
+            )  # fmt: skip
+            for chunk in chunks
+        ]
+        try:
+            results = self.pool.map(tasks.render, [(job,) for job in jobs], client)
+        except FigureError as exc:
+            raise from_library(exc) from None
+        finally:
+            metrics.RENDER_WORKERS_BUSY.dec(len(chunks))
+        wall = time.perf_counter() - start
+        # Chunks run side by side: the rig stage is the slowest chunk's set-up, render the rest.
+        rig = min(wall, max(r.rig_s for r in results))
+        timer.add("rig", rig)
+        timer.add("render", wall - rig)
+        return {name: data for r in results for name, data in r.files.items()}

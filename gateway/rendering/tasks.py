@@ -1,0 +1,250 @@
+"""The CPU-heavy work of a request, run in the render worker processes (rendering/pool.py).
+
+Each task takes one typed job and returns one typed result: the pool pickles the task by
+reference, the job and the result by value. The work itself is the animation library's
+(`animation.figure`, `animation.render`); nothing here touches Flask, the network,
+storage or the API's errors. A task raises the library's own errors
+(`animation.figure.FigureError`, `animation.images.ImageRejected`, `animation.bvh.BVHError`,
+`animation.motions.MotionError`), which the gateway maps to its answers where it awaits
+the task (`gateway.errors.from_library`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import cv2
+import numpy as np
+from PIL import Image
+
+from animation.bvh import UPLOAD_LIMITS, parse_bvh_bytes
+from animation.figure import Crop, character_of, choose_mask, grown_box, rig_for
+from animation.figure_mask import FigureJoints
+from animation.images import InvalidImage, decode_image, decode_mask
+from animation.mask_warnings import mask_warnings
+from animation.motions import Motion, MotionSpec, load_motion, motion_from_bvh, motion_table
+from animation.paper import ink_map
+from animation.render import RenderOptions, render_motion
+from animation.skeleton import Skeleton
+from gateway.rendering.geometry import Box, Scale
+
+if TYPE_CHECKING:  # the request's type, read by attribute: the workers never import web/
+    from gateway.web.requests import MotionUpload
+
+MASK_SOURCES = ("given", "learned", "opencv")  # who made a mask: the client, the segmenter, OpenCV
+
+
+# ---- decode: the upload as the models see it -------------------------------------------
+@dataclass(frozen=True)
+class DecodeJob:
+    data: bytes  # the upload, as it came
+    max_pixels: int
+    max_side: int  # the longest side the models see (MODEL_INPUT_PX)
+
+
+@dataclass(frozen=True)
+class ModelImage:
+    """The upload, upright, RGB, scaled so its longest side is at most the model input size."""
+
+    rgb: np.ndarray  # (H, W, 3) uint8
+    scale: float  # rgb pixels per pixel of the upright upload
+    jpeg: bytes  # `rgb` encoded for the detector
+    upload_size: tuple[int, int] = (0, 0)  # (width, height) of the upright upload
+
+
+def encode_jpeg(rgb: np.ndarray, quality: int = 92) -> bytes:
+    """An (H, W, 3) uint8 RGB image as the models are sent it."""
+    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR),
+                           [cv2.IMWRITE_JPEG_QUALITY, quality])  # fmt: skip
+    if not ok:
+        raise InvalidImage("image could not be re-encoded")
+    return buf.tobytes()
+
+
+def decode(job: DecodeJob) -> ModelImage:
+    """The upload decoded upright (the decoding policy of `animation.images`) into RGB at
+    most `max_side` px long, and its JPEG."""
+    decoded = decode_image(job.data, job.max_pixels, job.max_side)
+    return ModelImage(rgb=decoded.rgb, scale=decoded.scale, jpeg=encode_jpeg(decoded.rgb),
+                      upload_size=decoded.size)  # fmt: skip
+
+
+# ---- the figure's mask ------------------------------------------------------------------
+@dataclass(frozen=True)
+class GivenMaskJob:
+    """A mask a person fixed: a PNG over `box` (left, top, right, bottom) of the upload."""
+
+    png: bytes
+    box: Box
+
+
+@dataclass(frozen=True)
+class MaskJob:
+    crop: np.ndarray  # (h, w, 3) uint8: the crop of the model image
+    keypoints: np.ndarray  # (17, 2) COCO x, y in crop px
+    where: Crop  # the crop's place in the model image and the paper its margin lacks
+    scale: Scale  # between the upload's pixels and the model image's
+    given: GivenMaskJob | None = None  # the client's mask: used as it is
+    # The segmenter's answer: base64 PNG over `where.seen` ("" when it saw no figure).
+    learned: str | None = None
+    annotate: bool = False  # also the mask in the upload's pixels, and a given one's warnings
+
+
+@dataclass(frozen=True)
+class FigureMask:
+    """The figure's mask over the crop, its warnings, who made it, and (for /annotate) the
+    same mask in the upload's pixels as a PNG with its box."""
+
+    mask: np.ndarray  # (h, w) bool, the crop's size
+    warnings: tuple[str, ...]  # animation.mask_warnings codes, most serious first
+    upload_box: Box | None = None
+    upload_png: bytes | None = None
+    source: str = "opencv"  # one of MASK_SOURCES: who made the mask used
+    # Why the segmenter's answer was not used though it came ("bad_mask"), else None.
+    unusable: str | None = None
+    consulted: bool = False  # a segmenter's mask took part in the choice (whichever won)
+
+
+def learned_mask(answer: str, shape: tuple[int, int]) -> np.ndarray | None:
+    """The segmenter's mask (base64 text of a 0/255 PNG) as an (h, w) bool array of the
+    crop's `shape`; None when it is not that (undecodable, another size)."""
+    try:
+        png = base64.b64decode(answer, validate=True)
+        with Image.open(io.BytesIO(png)) as image:
+            if image.size != shape[::-1]:  # checked before any pixel is decoded
+                return None
+            return np.asarray(image.convert("L")) > 127
+    except (binascii.Error, OSError, ValueError, SyntaxError):
+        return None
+
+
+def _learned_on_crop(answer: str, crop: np.ndarray, where: Crop) -> np.ndarray | None:
+    """`learned_mask` of the crop the segmenter saw (the crop with `where.pads` round it),
+    cut back to the crop."""
+    left, top, right, bottom = where.pads
+    height, width = crop.shape[:2]
+    seen = learned_mask(answer, (height + top + bottom, width + left + right))
+    return None if seen is None else where.mask_from_seen(seen)
+
+
+def _given_mask(given: GivenMaskJob, crop_box: Box, scale: Scale) -> np.ndarray:
+    """(h, w) bool over the crop: the client's mask (upload px) laid on the model pixels,
+    nothing changed but the sampling; what lies outside its box is not the figure."""
+    (left, top, _, _), sampled = scale.mask_to_model(decode_mask(given.png), given.box)
+    out = np.zeros((crop_box[3] - crop_box[1], crop_box[2] - crop_box[0]), bool)
+    # The crop holds the mask's box (and more where a joint lies outside it).
+    x0, y0 = left - crop_box[0], top - crop_box[1]
+    out[y0 : y0 + sampled.shape[0], x0 : x0 + sampled.shape[1]] = sampled
+    return out
+
+
+def find_mask(job: MaskJob) -> FigureMask:
+    """The figure's mask in the crop: the given one as it is; else OpenCV's or, with the
+    segmenter's answer, the better of the two (`animation.figure.choose_mask`). With
+    `annotate`, also the warnings of a given mask and the mask in upload pixels as a PNG."""
+    unusable, consulted = None, False
+    if job.given is None:
+        raw = _learned_on_crop(job.learned, job.crop, job.where) if job.learned else None
+        if job.learned and raw is None:
+            unusable = "bad_mask"
+        found = choose_mask(job.crop, job.keypoints, learned=raw)
+        mask, warnings, source = found.mask, found.warnings, found.source
+        consulted = job.learned is not None and unusable is None  # "": it saw no figure
+    else:
+        mask = _given_mask(job.given, job.where.box, job.scale)
+        figure = FigureJoints.of(Skeleton.from_coco(job.keypoints))
+        warnings = mask_warnings(mask, ink_map(job.crop).ink, figure) if job.annotate else ()
+        source = "given"
+    if not job.annotate:
+        return FigureMask(mask, warnings, source=source, unusable=unusable, consulted=consulted)
+    upload_box, upload_mask = job.scale.mask_to_upload(mask, job.where.box)
+    png = io.BytesIO()
+    Image.fromarray(upload_mask.astype(np.uint8) * 255).save(png, format="PNG", optimize=True)
+    return FigureMask(mask, warnings, upload_box, png.getvalue(), source, unusable, consulted)
+
+
+# ---- the second crop --------------------------------------------------------------------
+@dataclass(frozen=True)
+class WholeDrawingJob:
+    rgb: np.ndarray  # (H, W, 3) uint8: the model image
+    where: Crop  # the detector's crop
+    mask: np.ndarray  # (h, w) bool: the figure found in it
+    bbox: tuple[float, float, float, float]  # the detector's box
+
+
+def whole_drawing(job: WholeDrawingJob) -> tuple[float, float, float, float] | None:
+    """The detector's box grown to the whole drawing the figure runs into past the crop's
+    edge (`animation.figure.grown_box`), or None."""
+    return grown_box(job.rgb, job.where, job.mask, job.bbox)
+
+
+# ---- motions ----------------------------------------------------------------------------
+@cache
+def _table(motions_dir: Path | None) -> dict[str, MotionSpec]:
+    return motion_table(motions_dir)
+
+
+@cache
+def _motion(name: str, motions_dir: Path | None) -> Motion:
+    return load_motion(name, table=_table(motions_dir))
+
+
+def warm_up(motions_dir: Path | None = None) -> None:
+    """Load every motion of the table (with MOTIONS_DIR's) once, with its joints' positions
+    in every frame, so no request pays for parsing or forward kinematics: each render
+    worker's set-up (see services.Services.build)."""
+    for name in _table(motions_dir):
+        _motion(name, motions_dir).bvh.positions  # noqa: B018  its forward kinematics, kept
+
+
+def read_motion(upload: MotionUpload) -> Motion:
+    """An uploaded BVH, parsed within the upload limits and configured from itself (plus
+    the request's `map`, `up`, `start`, `end`). Raises BVHLimitError past a limit (bytes,
+    joints, frames), BVHError for a malformed file (naming the line), MotionError for a
+    motion whose joints cannot be found (naming what is missing)."""
+    bvh = parse_bvh_bytes(upload.data, upload.source, UPLOAD_LIMITS)
+    return motion_from_bvh(
+        bvh,
+        upload.name,
+        joint_map=dict(upload.joint_map),
+        up=upload.up,
+        start_s=upload.start_s,
+        end_s=upload.end_s,
+    )
+
+
+# ---- rig and render ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class RenderJob:
+    crop: np.ndarray  # (h, w, 3) uint8
+    keypoints: np.ndarray  # (17, 2) COCO x, y in crop px
+    mask: np.ndarray  # (h, w) bool
+    motions: list[str | Motion]  # table names, or a Motion read from an upload
+    options: RenderOptions
+    motions_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    files: dict[str, bytes]  # motion -> the file's bytes, in the requested format
+    rig_s: float  # mesh + ARAP set-up
+    render_s: float  # all motions of this task
+
+
+def render(job: RenderJob) -> RenderResult:
+    """Rig the drawing once, at the resolution the output can show, and render each motion
+    to the bytes of a file in `options.format`. NoFigure when the drawing gives no figure
+    to rig."""
+    start = time.perf_counter()
+    rig = rig_for(character_of(job.crop, job.keypoints, job.mask), job.options.size)
+    rigged = time.perf_counter()
+    loaded = [m if isinstance(m, Motion) else _motion(m, job.motions_dir) for m in job.motions]
+    files = {motion.name: render_motion(rig, motion, job.options) for motion in loaded}
+    return RenderResult(files, rigged - start, time.perf_counter() - rigged)
