@@ -9,7 +9,7 @@ are built and solved for once per character, as dense matrices that map handle p
 (and step 1's edge rotations) to vertex positions; every frame of every motion is then a few
 matrix products. A drawing's mesh has a few hundred vertices (about 400 triangles), so the
 dense systems (2N and N unknowns) solve in milliseconds, and a render needs no scipy (whose
-import cost a CLI run about 0.3 CPU-seconds).
+import alone costs a CLI run far more than the solve; docs/BENCHMARKS.md, section from-readme).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 HANDLE_WEIGHT = 1000.0  # soft-constraint weight: handles are met to ~1e-3 px
-# OpenBLAS's threads busy-wait, and on a small shared machine they make a 20 ms product
-# take 100-500 ms of CPU. One thread it is.
+# OpenBLAS's threads busy-wait, and on a small shared machine they make a short product
+# burn many times its own CPU. One thread it is.
 _BLAS = ThreadpoolController()
 
 
@@ -67,7 +67,7 @@ class ArapSolver:
     step2_handles: np.ndarray  # (N, H): step 2's handle coordinates -> vertex coordinates
 
     def __reduce__(self):
-        # A copy in another process rebuilds (ms) rather than carrying ~2 MB of matrices.
+        # A copy in another process rebuilds (quick) rather than carrying megabytes of matrices.
         return build_arap, (self.vertices, self.triangles, self.handles)
 
     def solve(self, handle_positions: np.ndarray) -> np.ndarray:

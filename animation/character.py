@@ -84,10 +84,10 @@ def save_character(character: Character, folder: str | Path) -> None:
 # camera fits the whole clip (the figure with its arms up, its stride) into the output, so a
 # frame shows the rest figure at most about 1 texel per output px, and a texture finer than
 # that is averaged away by the sampling anyway; the half again in reserve is for motions
-# that crouch or hug the figure smaller than its rest pose. Measured on the real drawings
-# at 256 px: the rig of a 550-600 px figure costs 40-60 % less (texture cleaning and
-# meshing scale with pixels), the files and their colour error stay within a few per cent
-# (docs/BENCHMARKS.md, section output-scale).
+# that crouch or hug the figure smaller than its rest pose. On the real drawings at 256 px
+# the rig of a bigger figure costs much less (texture cleaning and meshing scale with
+# pixels), and the files and their colour error barely change (docs/BENCHMARKS.md, section
+# output-scale).
 OUTPUT_OVERSAMPLE = 1.5
 
 

@@ -159,8 +159,8 @@ def finish_mask(
     keeps the largest piece and skips every joint rule. `ink`: the crop's `ink_map`, if
     the caller has it already. `learned`: the mask is the segmenter's, which already says
     what is paper and carries the margin (it learned both from AnimatedDrawings-style
-    masks): steps 1 and 6 are skipped (with them its mean IoU fell from 0.91 to 0.83 on
-    held-out synthetic drawings, and from 0.90 to 0.83 on real-dev).
+    masks): steps 1 and 6 are skipped (with them its masks matched the annotated ones
+    worse, on held-out synthetic drawings and on real-dev).
     """
     if mask.shape != rgb.shape[:2]:
         raise ValueError(f"mask {mask.shape} does not match the image {rgb.shape[:2]}")
@@ -177,7 +177,7 @@ def finish_mask(
         out = _join_pieces(out, figure, thickness)
         out = _reach_joints(out, figure, thickness)
     # AnimatedDrawings' masks carry the same margin (their real-dev masks match ours best
-    # with it: mean IoU 0.95 with 1 px, 0.97 with 2, 0.94 with 3).
+    # with it, better than with a pixel less or more).
     out = fill_holes(out) if learned else morph.dilate(fill_holes(out), FRINGE_PX)
     return FinishedMask(out, mask_warnings(out, inked, figure), "learned" if learned else "opencv")
 
@@ -344,7 +344,8 @@ def _reach_joints(mask: np.ndarray, figure: FigureJoints, thickness: int) -> np.
         return mask
     out = mask.astype(np.uint8)
     # The nearest mask pixel of each missing joint, from the mask's outline (a few
-    # thousand points): a distance transform of the whole crop cost 10 ms a mask.
+    # thousand points): a distance transform of the whole crop cost far more
+    # (docs/BENCHMARKS.md, section refusal-path).
     contours, _ = cv2.findContours(out, cv2.RETR_LIST, cv2.CHAIN_APPROX_NONE)
     outline = np.concatenate([c.reshape(-1, 2) for c in contours])
     for i in missing:

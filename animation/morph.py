@@ -1,8 +1,8 @@
 """Binary morphology with a disc of any radius, in time that stays low for any radius;
 holes filled.
 
-OpenCV's `dilate` with a 61-pixel disc costs ~150x one with a 5-pixel disc; a distance
-transform costs the same for any radius (about a 17-pixel disc's dilation). A pixel is
+OpenCV's `dilate` costs grow steeply with the disc's size; a distance transform costs the
+same for any radius (about a dilation by a disc of KERNEL_MAX_RADIUS). A pixel is
 within `r` of the set iff its distance to it is at most `r`, so past KERNEL_MAX_RADIUS
 dilation and erosion by a disc are thresholded distance transforms (to within the
 transform's small metric error); below it, OpenCV's own with an elliptic kernel.

@@ -110,7 +110,7 @@ def body_axes(
 def gaussian_smooth(values: np.ndarray, sigma: float) -> np.ndarray:
     """(F, C) values smoothed along F by a Gaussian of `sigma` frames, cut at 4 sigma, the
     ends extended by their edge values (scipy.ndimage.gaussian_filter1d's defaults with
-    mode="nearest"; in numpy, as the renderer's CLI would wait ~0.1 s for scipy.ndimage)."""
+    mode="nearest"; in numpy, as the renderer's CLI would wait for scipy.ndimage's import)."""
     radius = int(4.0 * sigma + 0.5)
     if radius == 0:
         return values.astype(np.float64)

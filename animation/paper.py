@@ -103,7 +103,7 @@ def ink_map(rgb: np.ndarray) -> InkMap:
     if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
         raise ValueError(f"need an (H, W, 3) uint8 image, got {rgb.shape} {rgb.dtype}")
     paper = paper_colour(rgb)
-    # pixel / paper in 8-bit fixed point (1.0 = RATIO_ONE), 15x faster than in floats; the
+    # pixel / paper in 8-bit fixed point (1.0 = RATIO_ONE), much faster than in floats; the
     # step (1/200) is below any page's noise. Darkness = 1 - ratio, in the darkest channel.
     ratio = cv2.divide(rgb, paper, scale=RATIO_ONE)
     r, g, b = cv2.split(ratio)

@@ -214,7 +214,7 @@ def _spans(pieces: Pieces, mesh: Mesh, vertices: np.ndarray, width: int, height:
     table[_UX : _V0 + 1] = backward.T[:, None]
     table[_BASE] = np.repeat(np.arange(frames) * (width * height), len(tri))
     table[_PART] = np.tile(pieces.part * len(_RUN_LENGTHS), frames)
-    # A gather along the columns: numpy repeats (16, T) along its second axis ~4x slower.
+    # A gather along the columns: numpy repeats (16, T) along its second axis far slower.
     per_row = np.take(table.reshape(16, -1), np.repeat(np.arange(len(rows)), rows), axis=1)
     k = np.arange(per_row.shape[1], dtype=np.float32)
     k += per_row[_START]

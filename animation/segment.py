@@ -8,12 +8,13 @@ from the crop's border lies inside an outline) -> `figure_mask.finish_mask`, whi
 the pieces the joints say are the figure and joins them into one.
 
 With a learned segmenter's mask as well, both are finished and `choose` picks one: where
-they agree, OpenCV's, which follows the ink to the pixel (on real-dev it scores 0.97 mean
-IoU against the segmenter's 0.95), less its rim where the segmenter's mask does not reach
-(a blurred photo's soft edges fatten OpenCV's mask by a pixel or two; the segmenter learned
-the line as drawn); where they disagree, one of them failed, and on synthetic drawings of
-the hard kinds (a coloured-in page, a faint figure, props touching it) that is OpenCV nine
-times in ten, so the segmenter's, unless it looks the worse by its warnings.
+they agree, OpenCV's, which follows the ink to the pixel (on real-dev it scores better than
+the segmenter's; docs/BENCHMARKS.md, section tight-crops), less its rim where the
+segmenter's mask does not reach (a blurred photo's soft edges fatten OpenCV's mask by a
+pixel or two; the segmenter learned the line as drawn); where they disagree, one of them
+failed, and on synthetic drawings of the hard kinds (a coloured-in page, a faint figure,
+props touching it) that is nearly always OpenCV (docs/BENCHMARKS.md, section from-readme),
+so the segmenter's, unless it looks the worse by its warnings.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from animation.skeleton import Skeleton
 
 MAX_CLOSING = 1 / 40  # the closing's kernel never grows past this share of the short side
 CLOSING_STROKES = 0.5  # the closing kernel, in stroke widths
-# Two masks of the same figure this close (IoU) agree. On real-dev the two paths agree at
-# 0.83-0.95; on held-out synthetic drawings, picking by this threshold scored best of
-# 0.5-0.8 (0.88 and 0.76 mean IoU on held-out seeds and styles; always OpenCV: 0.77, 0.37).
+# Two masks of the same figure this close (IoU) agree. On real-dev the two paths agree
+# above it; on held-out synthetic drawings, picking by this threshold scored best of the
+# thresholds tried, and far better than always taking OpenCV's.
 AGREE_IOU = 0.8
 # Where they agree, OpenCV's mask loses the pixels of its rim this deep that the segmenter's
 # mask does not come within REACH_PX of. A deeper trim or the two masks' intersection would
@@ -156,7 +157,7 @@ def _severity(warnings: tuple[str, ...]) -> tuple[int, bool]:
     dragged off the figure: OpenCV keeps the figure, the segmenter's mask finished against
     those joints keeps a sliver, and the rig refuses a sliver). The other warnings do not
     break ties: on the held-out synthetic sets that chose OpenCV's mask where the
-    segmenter's was the better (gateway IoU 0.807 -> 0.759 on the held-out styles)."""
+    segmenter's was the better (the gateway's masks got worse on the held-out styles)."""
     order = list(WARNINGS)
     rank = max((len(order) - order.index(code) for code in warnings), default=0)
     return rank, "figure_tiny" in warnings

@@ -17,7 +17,7 @@ pack and that shimmer as the figure moves. The steps, all on the (H, W) crop:
 4. palette: the fewest colours, from a ladder, whose mean CIELAB error over the ink is at
    most `MAX_DELTA_E`, each ink pixel weighted by how far it stands out from the paper (a
    stroke's core counts more than its pale fringe, as it does to the eye); a marker or
-   pencil drawing gets 2-4 colours, a crayon one about 10,
+   pencil drawing gets a few colours, a crayon one more,
    and paper is always one of them. Each pixel takes its nearest palette colour (no dithering: a
    dithered pattern shimmers under motion and packs badly).
 
@@ -35,10 +35,11 @@ from PIL import Image
 
 # Mean CIELAB error the palette may add over the ink. 2.3 is a just-noticeable difference
 # between two flat patches side by side; at 6 every stroke and fill of the real drawings
-# keeps its own hue (looked at, 4x zoom), a crayon fill keeps 3-4 tones of its colour
-# instead of its grain, and the photo's frames stay within 7.2 of the photo's own colours
-# (quality.py). At 5 a crayon drawing needed twice the colours (17 instead of 9) for grain
-# no one sees at 256 px, and its GIFs 40% more bytes.
+# keeps its own hue (looked at, 4x zoom), a crayon fill keeps a few tones of its colour
+# instead of its grain, and the photo's frames stay close to the photo's own colours
+# (tests/support/quality.py). At 5 a crayon drawing needed many more colours for grain
+# no one sees at 256 px, and its GIFs many more bytes (docs/BENCHMARKS.md, section
+# palette-strokes).
 MAX_DELTA_E = 6.0
 MAX_COLOURS = 255  # with one more index for the transparent background
 PAPER_GAP = 5  # px kept between the mask and the paper that measures the light
@@ -108,7 +109,7 @@ def _flatten_paper(
     the region's pixels that are paper); `paper_median` (3,): the known paper's median."""
     light = _paper_light(rgb, paper_known)
     ratio = rgb.astype(np.float32) / light  # 1 on paper, lower where something darkens it
-    # The darkest channel (np.minimum over the planes: 10x a min over the last axis).
+    # The darkest channel (np.minimum over the planes: far faster than a min over the last axis).
     darkest = np.minimum(np.minimum(ratio[..., 0], ratio[..., 1]), ratio[..., 2])
     grain = darkest[paper_known]
     level = float(np.median(grain))
@@ -274,7 +275,7 @@ _LINEAR = np.where(_CODES <= 0.04045, _CODES / 12.92, ((_CODES + 0.055) / 1.055)
 
 def _lab(rgb: np.ndarray) -> np.ndarray:
     """(N, 3) uint8 sRGB -> (N, 3) float64 CIELAB (D65). In numpy: OpenCV's float Lab
-    conversion builds its tables on first use, a third of a second of start-up."""
+    conversion builds its tables on first use, which slows a run's start-up."""
     xyz = _LINEAR[np.asarray(rgb, np.uint8).reshape(-1, 3)] @ _RGB_TO_XYZ.T
     f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
     return np.column_stack(

@@ -15,8 +15,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from PIL import Image
 
-# libwebp's effort (0-6) and, in lossless mode, how hard it searches (0-100): measured on
-# the real drawings, more effort saves under 1% of the bytes for twice the time.
+# libwebp's effort (0-6) and, in lossless mode, how hard it searches (0-100): on the real
+# drawings, more effort saves next to no bytes for much more time (docs/BENCHMARKS.md,
+# section raster).
 METHOD = 2
 QUALITY = 50
 

@@ -161,7 +161,8 @@ class TorchServe:
             "TEMP": str(self.temp_dir),
             "LOG_LOCATION": str(self.log_dir),
             "METRICS_LOCATION": str(self.log_dir),
-            # Without this every worker starts one thread per core and latency gets 5-15x worse.
+            # Without this every worker starts one thread per core and latency gets many times
+            # worse.
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
         }

@@ -38,7 +38,7 @@ def pick_device(gpu_id: int | None) -> torch.device:
     """The GPU TorchServe assigned to this worker, else the CPU with one thread per worker."""
     if gpu_id is not None and torch.cuda.is_available():
         return torch.device(f"cuda:{gpu_id}")
-    # Workers share the cores; more threads each only make them fight (5-15x slower).
+    # Workers share the cores; more threads each only make them fight (many times slower).
     torch.set_num_threads(1)
     return torch.device("cpu")
 
