@@ -110,12 +110,14 @@ def test_sigterm_finishes_the_request_in_flight_refuses_new_ones_and_exits(
     reply: dict = {}
 
     def in_flight() -> None:
-        # The longest render there is, so the drain has something to wait for.
-        reply["r"] = post_drawing(requests, gw.url, d, timeout=60, size=512, fps=30)
+        # The longest render there is (WebP encodes slowest), so the drain has something to
+        # wait for: gunicorn's gevent worker may take up to a second to stop accepting.
+        reply["r"] = post_drawing(requests, gw.url, d, timeout=60, size=512, fps=30,
+                                  format="webp")  # fmt: skip
 
     client = threading.Thread(target=in_flight)
     client.start()
-    wait_until_rendering(render_workers(gw.proc.pid))
+    wait_until_rendering(render_workers(gw.proc.pid), min_cpu_s=0.1)  # early in the render
     everything = [psutil.Process(gw.proc.pid), *psutil.Process(gw.proc.pid).children(True)]
     os.kill(gw.proc.pid, signal.SIGTERM)  # as the kubelet does, to PID 1 only
     signalled = time.monotonic()

@@ -83,12 +83,13 @@ def test_storage_down_then_back(gateway, moto):
 def test_storage_lost_during_the_render_hands_out_no_url(gateway, moto):
     d = drawing()
     result: dict = {}
+    # The longest render there is, so that storage is gone well before its upload.
     client = threading.Thread(
-        target=lambda: result.update(r=post_drawing(requests, gateway.url, d, size=256, fps=24))
+        target=lambda: result.update(r=post_drawing(requests, gateway.url, d, size=512, fps=30))
     )
     client.start()
     try:
-        wait_until_rendering(render_workers(gateway.proc.pid))
+        wait_until_rendering(render_workers(gateway.proc.pid), min_cpu_s=0.1)
         moto.stop()  # the lookup is done; the upload will find nobody
         client.join(timeout=60)
         assert_storage_unavailable(result["r"])
@@ -97,6 +98,6 @@ def test_storage_lost_during_the_render_hands_out_no_url(gateway, moto):
         moto.start()
         moto.create_bucket(BUCKET)
     # Nothing half-stored is mistaken for a finished animation: it renders again.
-    reply = post_drawing(requests, gateway.url, d, size=256, fps=24)
+    reply = post_drawing(requests, gateway.url, d, size=512, fps=30)
     assert_urls_resolve(reply)
     assert "render" in reply.headers["Server-Timing"]

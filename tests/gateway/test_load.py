@@ -18,9 +18,9 @@ from tests.support.images import drawing, encode
 pytestmark = pytest.mark.integration
 
 
-def render_request(url: str, seed: int) -> requests.Response:
+def render_request(url: str, seed: int, **options: object) -> requests.Response:
     """A request that renders (a new drawing) without calling the models."""
-    params = {k: json.dumps(v) for k, v in labels(seed).items()}
+    params = {k: json.dumps(v) for k, v in labels(seed).items()} | options
     return requests.post(f"{url}/animate", data=encode(drawing(seed).image), params=params,
                          headers={"Content-Type": "image/png"}, timeout=120)  # fmt: skip
 
@@ -39,8 +39,11 @@ def test_health_stays_fast_while_every_render_worker_is_busy(gateway):
     poller.start()
     try:
         with ThreadPoolExecutor(3) as clients:  # more renders than the 2 render workers
+            # The longest renders there are: the poller runs all along them.
             replies = list(
-                clients.map(lambda seed: render_request(gateway.url, seed), (40, 41, 42))
+                clients.map(
+                    lambda seed: render_request(gateway.url, seed, size=512, fps=30), (40, 41, 42)
+                )
             )
     finally:
         done.set()
