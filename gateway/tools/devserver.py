@@ -389,15 +389,23 @@ def _torchserve_stop_command(procs: list[psutil.Process], port: int) -> str:
         pgid = os.getpgid(procs[0].pid)
     except OSError:
         return f"kill {procs[0].pid}"
-    for member in group_members(pgid):
+    members = group_members(pgid)
+    for member in members:
         # A TorchServe that torchserve/start.sh started elsewhere runs in its state folder.
         with contextlib.suppress(psutil.Error):
             cwd = Path(member.cwd())
             if (cwd / "torchserve.pid").is_file():
                 return f"TS_STATE_DIR={cwd} {REPO / 'torchserve' / 'stop.sh'}"
-    if group_runs(pgid, "org.pytorch.serve", "torchserve"):
+    # A group is stopped whole only when all of it is TorchServe (launcher, Java, workers):
+    # anything else may share it with the shell or the program that started it.
+    if members and all(_is_torchserve(member) for member in members):
         return f"kill -TERM -- -{pgid}   (its whole process group: launcher, Java, workers)"
-    return f"kill -TERM -- -{pgid}   (its whole process group)"
+    return f"kill {procs[0].pid}"
+
+
+def _is_torchserve(proc: psutil.Process) -> bool:
+    line = command_line(proc)
+    return any(word in line for word in ("org.pytorch.serve", "torchserve", "model_service_worker"))
 
 
 # --- the servers -----------------------------------------------------------------------
@@ -556,9 +564,11 @@ class Servers:
 def print_ready(settings: Settings) -> None:
     sample = REPO / "gateway" / "sample_drawing.jpg"
     where = settings.storage_url.removeprefix("file://")
+    # The key is named, never printed: it is in the environment of whoever runs this.
+    key = ' -H "Authorization: Bearer $API_KEY"' if settings.gateway_env.get("API_KEY") else ""
     say(
         f"\nReady: {settings.url}   (GIFs are stored in {where})\nTry it:\n\n"
-        f"  curl -s -F image=@{sample} {settings.url}/animate\n\n"
+        f"  curl -s{key} -F image=@{sample} {settings.url}/animate\n\n"
         f'It answers {{"dab": "{settings.url}/files/...gif", ...}}; open the URLs in a '
         "browser.\nCtrl-C stops the gateway and TorchServe."
     )
@@ -579,8 +589,8 @@ def run(settings: Settings) -> int:
         except StartError as exc:
             say(f"make run: {exc}", err=True)
             return 1
-        except Stop as stop:
-            return 128 + stop.signum
+        except Stop:  # asked to stop, and stopped cleanly: not a failure
+            return 0
         finally:
             _Signals.stopping = True  # from here on, a signal changes nothing
             servers.stop()
@@ -600,8 +610,8 @@ def main(argv: list[str] | None = None) -> int:
     except StartError as exc:
         say(f"make run: {exc}", err=True)
         return 1
-    except Stop as stop:  # before anything was started
-        return 128 + stop.signum
+    except Stop:  # before anything was started
+        return 0
 
 
 if __name__ == "__main__":
