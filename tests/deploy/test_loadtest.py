@@ -181,6 +181,28 @@ def test_overload_checks_hold_each_level_past_the_limit_to_the_bounds():
     assert wrong["value"] == 3
 
 
+def test_a_limit_not_measured_leaves_its_p99_check_unjudged_not_failed():
+    rows = [row(4, 5.0, 1.0), row(24, 4.6, 2.5)]  # --concurrency 4,24 --limit 12
+    checks = loadtest.overload_checks(rows, limit=12)
+    p99 = next(c for c in checks if c["check"] == "p99 of good answers, s")
+    assert p99["ok"] is None and p99["bound"] is None
+    assert all(c["ok"] for c in checks if c is not p99)
+    out = io.StringIO()
+    result = {"levels": [], "cpu_limit_rps": None, "admission_limit": 12, "checks": checks}
+    loadtest.print_table(result, 2.0, out)
+    assert "FAIL" not in out.getvalue() and "bound None" not in out.getvalue()
+    assert "add 12 to --concurrency" in out.getvalue()
+
+
+def test_plot_without_matplotlib_says_which_extra_brings_it(monkeypatch, capsys):
+    real = loadtest.importlib.util.find_spec
+    monkeypatch.setattr(loadtest.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        loadtest.parse_args(["--url", "http://127.0.0.1:9", "--image", "x.png", "--plot", "p.png"])
+    assert exited.value.code == 2 and "'.[loadtest]'" in capsys.readouterr().err
+
+
 def test_no_vary_sends_the_same_drawing(busy_server, drawing):
     proc, url = busy_server
     before = stats(url)
