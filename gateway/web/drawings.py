@@ -57,7 +57,7 @@ def receive(parse: Callable[[Upload, dict], T]) -> T:
     config = current_services().config
     with g.timer.stage("receive"):
         limit = body_limit(request.mimetype, config.max_upload_bytes)
-        body = read_body(request, limit, config.read_timeout_s)
+        body = read_body(request, limit, config.read_timeout_s, config.max_upload_bytes)
     with g.timer.stage("decode"):
         upload = read_upload(
             body, request.mimetype, request.mimetype_params, config.max_upload_bytes

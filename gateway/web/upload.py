@@ -38,14 +38,24 @@ def body_limit(mimetype: str, max_upload_bytes: int) -> int:
     return math.ceil(max_upload_bytes * 4 / 3) + FORM_ALLOWANCE
 
 
-def too_large(limit: int) -> PayloadTooLarge:
-    return PayloadTooLarge(f"the upload is larger than {limit} bytes")
+def too_large(limit: int, max_upload_bytes: int | None = None) -> PayloadTooLarge:
+    """413 for a body or an image past `limit` bytes. A form or JSON body's limit is derived
+    from the image's (`max_upload_bytes`, the setting a client hears of): both are named."""
+    if max_upload_bytes is None or limit == max_upload_bytes:
+        return PayloadTooLarge(f"the upload is larger than {limit} bytes")
+    return PayloadTooLarge(
+        f"the upload is larger than {limit} bytes, the most a form or JSON body may be: "
+        f"an image of at most {max_upload_bytes} bytes, base64-encoded, with its options"
+    )
 
 
-def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
-    """Every byte of the request's body, or raise 413 / 408 without reading the rest."""
+def read_body(
+    request: Request, limit: int, timeout_s: float, max_upload_bytes: int | None = None
+) -> bytes:
+    """Every byte of the request's body, or raise 413 / 408 without reading the rest.
+    `limit`: `body_limit` of the body's type for images of `max_upload_bytes`."""
     if request.content_length is not None and request.content_length > limit:
-        raise too_large(limit)  # declared: refused before a byte is read
+        raise too_large(limit, max_upload_bytes)  # declared: refused before a byte is read
     deadline = gevent.Timeout(timeout_s)
     deadline.start()
     chunks, total = [], 0
@@ -53,16 +63,19 @@ def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
         while chunk := request.stream.read(READ_CHUNK):
             total += len(chunk)
             if total > limit:
-                raise too_large(limit)
+                raise too_large(limit, max_upload_bytes)
             chunks.append(chunk)
     except gevent.Timeout as expired:
         if expired is not deadline:
             raise
+        # What a chunk read still waiting holds is not known here: only the declared size.
+        declared = request.content_length
+        whole = f" of its {declared} bytes" if declared is not None else ""
         raise RequestTimeout(
-            f"the body did not arrive within {timeout_s:g} s ({total} bytes received)"
+            f"the body did not arrive whole{whole} within {timeout_s:g} s"
         ) from None
     except RequestEntityTooLarge:  # Werkzeug's own check of MAX_CONTENT_LENGTH
-        raise too_large(limit) from None
+        raise too_large(limit, max_upload_bytes) from None
     finally:
         deadline.close()
     return b"".join(chunks)

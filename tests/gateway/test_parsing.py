@@ -2,12 +2,19 @@ import base64
 import io
 import json
 
+import gevent
 import pytest
 from flask import Flask
 
-from gateway.errors import BadRequest, PayloadTooLarge, UnknownMotion, UnsupportedMediaType
+from gateway.errors import (
+    BadRequest,
+    PayloadTooLarge,
+    RequestTimeout,
+    UnknownMotion,
+    UnsupportedMediaType,
+)
 from gateway.web.requests import AnimateOptions, parse_animate_request, parse_options
-from gateway.web.upload import body_limit, read_body, read_upload
+from gateway.web.upload import body_limit, read_body, read_upload, too_large
 
 KNOWN = ["dab", "jumping", "wave_hello", "zombie"]
 DEFAULT = ("dab", "jumping")
@@ -174,3 +181,33 @@ def test_streamed_body_is_cut_off_at_the_limit():
         with pytest.raises(PayloadTooLarge):
             read_body(request, LIMIT, timeout_s=5)
     assert next(chunks) == b"never read"
+
+
+def test_a_form_too_large_names_the_image_limit_a_client_sets():
+    body = b"x" * (body_limit("application/json", LIMIT) + 1)
+    with app.test_request_context("/animate", method="POST", data=body,
+                                  content_type="application/json"):  # fmt: skip
+        from flask import request
+
+        limit = body_limit(request.mimetype, LIMIT)
+        with pytest.raises(PayloadTooLarge) as refused:
+            read_body(request, limit, timeout_s=5, max_upload_bytes=LIMIT)
+    assert f"larger than {limit} bytes" in refused.value.message
+    assert f"an image of at most {LIMIT} bytes" in refused.value.message
+    assert str(too_large(LIMIT, LIMIT)) == f"the upload is larger than {LIMIT} bytes"
+
+
+def test_a_body_that_stops_coming_is_408_saying_what_was_expected():
+    class Stalled:  # 104 bytes came, then nothing: the read waits for the rest
+        def read(self, n=-1):
+            gevent.sleep(10)
+            return b""
+
+    environ = {"wsgi.input": Stalled(), "CONTENT_LENGTH": "5000"}
+    with app.test_request_context("/animate", method="POST", content_type="image/png",
+                                  environ_overrides=environ):  # fmt: skip
+        from flask import request
+
+        with pytest.raises(RequestTimeout) as late:
+            read_body(request, 10_000, timeout_s=0.05)
+    assert late.value.message == "the body did not arrive whole of its 5000 bytes within 0.05 s"
