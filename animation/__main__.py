@@ -1,6 +1,6 @@
 """Command line: render a motion for a character folder, or list the shipped motions.
 
-    python -m animation render --character DIR (--motion NAME | --bvh FILE [--up y|z])
+    python -m animation render --character DIR (--motion NAME | --bvh FILE [--up AXIS])
                                --out OUT.gif|OUT.webp|OUT.mp4 [--format gif|webp|mp4]
                                [--size 256] [--fps 15] [--max-frames 150]
                                [--background '#ffffff'] [--map ROLE=JOINT ...]
@@ -54,7 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     source = render.add_mutually_exclusive_group(required=True)
     source.add_argument("--motion", help="a motion from the motion table")
     source.add_argument("--bvh", type=Path, help="any BVH file")
-    render.add_argument("--up", choices=("x", "y", "z"), help="up axis of --bvh (default: detect)")
+    render.add_argument(
+        "--up", type=_up_axis, help="up axis of --bvh: x, y or z, optionally signed "
+        "(-y: upside down; default: detect)",
+    )  # fmt: skip
     render.add_argument(
         "--map",
         action="append",
@@ -102,6 +105,24 @@ def _role_joint(text: str) -> tuple[str, str]:
     if role.strip() not in ROLES:
         raise argparse.ArgumentTypeError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
     return role.strip(), joint.strip()
+
+
+def _up_axis(text: str) -> str:
+    """`--up`: x, y or z, optionally signed, as the API's `up` option takes it."""
+    axis = text.strip().lower()
+    if len(axis.lstrip("+-")) != 1 or axis.lstrip("+-") not in "xyz" or len(axis) > 2:
+        raise argparse.ArgumentTypeError(f"expected x, y or z, optionally signed, got {text!r}")
+    return axis.lstrip("+")
+
+
+def _joined_values(argv: list[str]) -> list[str]:
+    """`--up -y` as `--up=-y`: argparse would take `-y` for an option of its own."""
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--up":
+            out[i : i + 2] = [f"--up={out[i + 1]}"]
+            break
+    return out
 
 
 def output_format(out: Path, asked: str | None) -> str:
@@ -174,9 +195,13 @@ def _motions(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_joined_values(sys.argv[1:] if argv is None else argv))
     try:
         (_render if args.command == "render" else _motions)(args)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head` read what it wanted and left: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush
+        return 0
     except (ValueError, OSError, ImportError) as exc:  # bad folder, unknown motion, no PyAV...
         return _fail(str(exc))
     return 0

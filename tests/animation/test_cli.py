@@ -1,5 +1,6 @@
 import io
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -259,3 +260,24 @@ def test_a_command_imports_only_what_it_uses(tmp_path):
     # No scipy at all (its import alone cost ~0.3 CPU-s): the ARAP solver is dense numpy,
     # the mesh uses OpenCV, the facing's smoothing is numpy.
     assert "scipy" not in gif
+
+
+def test_up_takes_a_signed_axis_as_the_api_does(tmp_path, capsys):
+    walk = AD_CHARACTER.parent / "conventions" / "cmu_walk.bvh"
+    base = ["render", "--character", str(AD_CHARACTER), "--bvh", str(walk), "--size", "48",
+            "--max-frames", "4"]  # fmt: skip
+    for up in ("-y", "+y", "Y"):
+        assert main([*base, "--up", up, "--out", str(tmp_path / "w.gif")]) == 0, up
+    with pytest.raises(SystemExit) as refused:
+        main([*base, "--up", "w", "--out", str(tmp_path / "w.gif")])
+    assert refused.value.code == 2 and "expected x, y or z" in capsys.readouterr().err
+
+
+def test_a_reader_that_leaves_early_is_no_error():
+    # `python -m animation motions --json | head -1`: the pipe's reader is gone.
+    read, write = os.pipe()
+    os.close(read)
+    run = subprocess.run([sys.executable, "-m", "animation", "motions", "--json"], stdout=write,
+                         stderr=subprocess.PIPE, text=True, timeout=60)  # fmt: skip
+    os.close(write)
+    assert run.returncode == 0 and run.stderr == ""
