@@ -23,7 +23,7 @@ from gateway.rendering.figures import FIGURE_WARNINGS_HEADER
 from gateway.web.error_handlers import HTTP_CODES
 from gateway.web.options import DEFAULT_FPS, DEFAULT_SIZE, FPS_RANGE, SIZE_RANGE
 from gateway.web.requests import MOTION_UPLOAD_FIELDS, AnimateOptions, FigureOptions
-from gateway.web.upload import IMAGE_FIELDS
+from gateway.web.upload import IMAGE_FIELDS, JSON_IMAGE_FIELDS
 
 ERROR_WORDS = {
     "bad_request": "An unparsable body or option (size, fps, bbox, keypoints, mask, format, "
@@ -176,6 +176,14 @@ def _drawing_operation(summary: str, description: str, names: list[str], answer:
     query = [{"name": n, "in": "query", "required": False, "description": s["description"],
               "schema": {"type": "string"}} for n, s in form_fields.items()]  # fmt: skip
     image = {"type": "string", "contentMediaType": "image/*", "description": IMAGE_WORDS}
+    base64_image = {"type": "string", "contentEncoding": "base64", "description": IMAGE_WORDS}
+    json_fields = dict(form_fields)
+    if "bvh" in fields:  # a JSON body carries the file's text
+        json_fields["bvh"] = {**fields["bvh"], "contentMediaType": "text/plain"}
+
+    def one_of(names) -> list[dict]:
+        return [{"required": [name]} for name in names]
+
     return {
         "summary": summary,
         "description": description + " Options come as form fields, JSON keys or query "
@@ -183,11 +191,10 @@ def _drawing_operation(summary: str, description: str, names: list[str], answer:
         "security": [{}, {"bearer": []}],
         "parameters": query,
         "requestBody": {"required": True, "content": {
-            "multipart/form-data": {"schema": {"type": "object", "required": [IMAGE_FIELDS[0]],
-                                               "properties": {IMAGE_FIELDS[0]: image, **fields}}},
-            "application/json": {"schema": {"type": "object", "required": ["file"], "properties": {
-                "file": {"type": "string", "contentEncoding": "base64", "description": IMAGE_WORDS},
-                **form_fields}}},
+            "multipart/form-data": {"schema": {"type": "object", "anyOf": one_of(IMAGE_FIELDS),
+                "properties": {**{f: image for f in IMAGE_FIELDS}, **fields}}},
+            "application/json": {"schema": {"type": "object", "anyOf": one_of(JSON_IMAGE_FIELDS),
+                "properties": {**{f: base64_image for f in JSON_IMAGE_FIELDS}, **json_fields}}},
             **{t: {"schema": {"type": "string", "contentMediaType": t}}
                for t in ("image/png", "image/jpeg", "image/webp")},
         }},
@@ -202,6 +209,19 @@ def _json(description: str, schema: dict) -> dict:
 def _get(summary: str, answer: dict, statuses: set[int] = frozenset()) -> dict:
     responses = _error_responses({405, *statuses})
     return {"summary": summary, "responses": {"200": answer, **responses}}
+
+
+def _file_operation() -> dict:
+    """GET /files/<key>: the whole file, or the byte range a video player asks for."""
+    content = {t: {"schema": {"type": "string"}} for t in ("image/gif", "image/webp", "video/mp4")}
+    operation = _get("A stored animation (file:// storage)",
+                     {"description": "The animation", "content": content}, {404})  # fmt: skip
+    operation["responses"]["206"] = {"description": "The byte range the Range header asked for",
+                                     "content": content}  # fmt: skip
+    operation["parameters"] = [{"name": "Range", "in": "header", "required": False,
+                                "schema": {"type": "string"},
+                                "description": "a byte range, e.g. bytes=0-1023"}]  # fmt: skip
+    return operation
 
 
 def _operations() -> dict[tuple[str, str], dict]:
@@ -247,10 +267,7 @@ def _operations() -> dict[tuple[str, str], dict]:
         ("/motions", "GET"): _get("The motion table", _json("Motions", _schema("Motions"))),
         ("/metrics", "GET"): _get("Prometheus metrics", {"description": "Prometheus text", "content": {
             "text/plain": {"schema": {"type": "string"}}}}),
-        ("/files/<path:key>", "GET"): _get("A stored animation (file:// storage)", {
-            "description": "The animation", "content": {
-                t: {"schema": {"type": "string"}} for t in ("image/gif", "image/webp", "video/mp4")}},
-            {404}),
+        ("/files/<path:key>", "GET"): _file_operation(),
     }  # fmt: skip
 
 
@@ -290,6 +307,9 @@ COMPONENTS = {
             "motions": {"type": "array", "items": {"type": "object", "properties": {
                 "name": {"type": "string"}, "duration_s": {"type": "number"},
                 "frames": {"type": "integer"}, "fps": {"type": "integer"},
+                "rendered_s": {"type": "number", "description": "seconds of it rendered: at "
+                               "most 150 frames at the fps"},
+                "cut_s": {"type": "number", "description": "seconds a long clip loses (0: none)"},
                 "default": {"type": "boolean"}, "description": {"type": "string"}}}}}},
     },
     "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
@@ -319,8 +339,9 @@ def build(app: Flask) -> dict:
         operation = dict(operations[(rule, method)])
         names = re.findall(r"<(?:[^:<>]+:)?([^<>]+)>", rule)
         if names:
-            operation["parameters"] = [{"name": n, "in": "path", "required": True,
-                                        "schema": {"type": "string"}} for n in names]  # fmt: skip
+            in_path = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+                       for n in names]  # fmt: skip
+            operation["parameters"] = [*in_path, *operation.get("parameters", [])]
         paths.setdefault(openapi_path(rule), {})[method.lower()] = operation
     return {
         "openapi": "3.1.0",

@@ -81,7 +81,8 @@ def read_body(
     return b"".join(chunks)
 
 
-IMAGE_FIELDS = ("image", "file", "data")
+IMAGE_FIELDS = ("image", "file", "data")  # a multipart body's image, the first found
+JSON_IMAGE_FIELDS = ("file", "image")  # a JSON body's base64 image, the first found
 
 
 @dataclass(frozen=True)
@@ -134,10 +135,10 @@ def _json(body: bytes, limit: int) -> Upload:
         raise BadRequest("the body is not valid JSON") from exc
     if not isinstance(document, dict):
         raise BadRequest("the JSON body must be an object")
-    image_key = next((f for f in ("file", "image") if f in document), None)
+    image_key = next((f for f in JSON_IMAGE_FIELDS if f in document), None)
     if image_key is None:
         raise BadRequest("the JSON body needs the base64 image in 'file'")
-    fields = {k: v for k, v in document.items() if k not in ("file", "image")}
+    fields = {k: v for k, v in document.items() if k not in JSON_IMAGE_FIELDS}
     return Upload(_decode_base64(document[image_key], limit), fields)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
 import re
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from gateway.app import create_app
 from gateway.config import Config
 from gateway.web import openapi
 from gateway.web.requests import MOTION_UPLOAD_FIELDS, AnimateOptions, FigureOptions
+from gateway.web.upload import IMAGE_FIELDS, JSON_IMAGE_FIELDS, read_upload
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,7 +92,7 @@ def test_an_error_code_without_words_fails_the_build(app):
 
 def request_properties(document, path: str) -> set[str]:
     body = document["paths"][path]["post"]["requestBody"]["content"]
-    return set(body["multipart/form-data"]["schema"]["properties"]) - {"image"}
+    return set(body["multipart/form-data"]["schema"]["properties"]) - set(IMAGE_FIELDS)
 
 
 def test_every_option_is_described_for_its_route(document):
@@ -117,3 +119,42 @@ def test_the_page_and_the_readme_use_the_documented_names(document):
         assert re.search(r"`(GET |POST )?" + re.escape(stem) + r"[`<]", api), path
     for name in request_properties(document, "/animate"):
         assert f"`{name}`" in api, name
+
+
+def test_the_spec_says_what_the_server_accepts_and_answers(app, document, tmp_path):
+    # Every image field and JSON key the body readers take is in the request's schema.
+    for path in ("/animate", "/annotate"):
+        content = document["paths"][path]["post"]["requestBody"]["content"]
+        multipart, as_json = (
+            content[t]["schema"] for t in ("multipart/form-data", "application/json")
+        )
+        assert set(IMAGE_FIELDS) <= set(multipart["properties"])
+        assert [r["required"] for r in multipart["anyOf"]] == [[f] for f in IMAGE_FIELDS]
+        assert set(JSON_IMAGE_FIELDS) <= set(as_json["properties"])
+        assert [r["required"] for r in as_json["anyOf"]] == [[f] for f in JSON_IMAGE_FIELDS]
+    json_animate = document["paths"]["/animate"]["post"]["requestBody"]["content"]
+    assert "bvh" in json_animate["application/json"]["schema"]["properties"]
+    for key in JSON_IMAGE_FIELDS:  # and the reader does take each of them
+        body = json.dumps({key: "aGVsbG8=", "bvh": "HIERARCHY"}).encode()
+        upload = read_upload(body, "application/json", {}, 1000)
+        assert upload.image == b"hello" and upload.fields == {"bvh": "HIERARCHY"}
+    # /motions: the schema has every key a row has.
+    rows = app.test_client().get("/motions").json["motions"]
+    item = document["components"]["schemas"]["Motions"]["properties"]["motions"]["items"]
+    assert set(rows[0]) == set(item["properties"])
+    # /files answers a Range request with 206, as the spec says.
+    storage = app.extensions["gateway"].storage
+    storage.put("ab/c/dab.gif", b"GIF89a" + bytes(100), "image/gif")
+    part = app.test_client().get("/files/ab/c/dab.gif", headers={"Range": "bytes=0-5"})
+    assert part.status_code == 206 and part.data == b"GIF89a"
+    assert "206" in document["paths"]["/files/{key}"]["get"]["responses"]
+
+
+def test_the_readme_names_every_error_code_with_its_status(document):
+    readme = (REPO / "README.md").read_text()
+    api = readme[readme.index("<!-- section: api -->") : readme.index("<!-- /section: api -->")]
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for status, response in operation["responses"].items():
+                for code in re.findall(r"`(\w+)`:", response["description"]):
+                    assert re.search(rf"\| {status} \| `{code}` \|", api), (status, code)
