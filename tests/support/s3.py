@@ -44,6 +44,11 @@ class MotoServer:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 30.0) -> None:
+        """Start the server; one already running is kept (a fault test's `finally` may call
+        this after failing before its stop: a second server would find the port taken, and
+        the first would outlive the session)."""
+        if self.proc is not None and self.proc.poll() is None:
+            return
         env = {**os.environ, **CREDENTIALS}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
