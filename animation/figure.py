@@ -28,8 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from animation.character import Character, for_output
-from animation.crop import crop_box, margin_lost, paper_beyond, runs_off, whole_drawing
-from animation.crop import without_paper as _without_paper
+from animation.crop import crop_box, margin_lost, paper_beyond, whole_drawing, without_paper
 from animation.figure_mask import FigureJoints, FinishedMask
 from animation.render import Rig, build_rig
 from animation.segment import figure_mask
@@ -88,7 +87,7 @@ class Crop:
 
     def mask_from_seen(self, mask: np.ndarray) -> np.ndarray:
         """A mask over `seen` -> the crop's own pixels of it."""
-        return _without_paper(mask, self.pads)
+        return without_paper(mask, self.pads)
 
 
 def crop_for(
@@ -115,8 +114,7 @@ def choose_mask(
     """The figure's mask in the (h, w, 3) uint8 `crop` with its 17 COCO `keypoints` (x, y in
     crop px): OpenCV's, or with a segmenter's (h, w) bool mask `learned`, the better of the
     two; with its warnings and its source either way."""
-    figure = FigureJoints.of(Skeleton.from_coco(np.asarray(keypoints)[:, :2]))
-    return figure_mask(crop, figure, learned=learned)
+    return figure_mask(crop, FigureJoints.of(np.asarray(keypoints)[:, :2]), learned=learned)
 
 
 def grown_box(
@@ -128,9 +126,6 @@ def grown_box(
     """The figure's `bbox` grown to the whole drawing its (h, w) `mask` over `crop` runs
     into past the crop's edge, in the (H, W, 3) image `rgb`; None when it runs into none
     (the figure is all in the crop)."""
-    height, width = rgb.shape[:2]
-    if not runs_off(mask, crop.box, (width, height)):
-        return None
     whole = whole_drawing(rgb, crop.box, mask)
     if whole is None:
         return None

@@ -7,7 +7,7 @@
 - the gateway talks to TorchServe over HTTP only: it imports neither torch nor `torchserve`;
 - the served model code imports nothing of the gateway or of training;
 - no import cycle among the project's modules, and only the server imports the app factory;
-- the render workers' tasks load no HTTP code (they speak the library's errors);
+- a render worker process loads no HTTP code (its tasks speak the library's errors);
 - the gateway's top level stays small (rooms below it), the library's holds library modules.
 """
 
@@ -97,9 +97,7 @@ def test_runtime_code_imports_no_tool_and_the_gateway_no_torch():
     assert offenders(served, {*TOOLS, "tests", "gateway"}) == {}
 
 
-def test_the_tools_of_one_package_reach_only_what_a_checkout_has():
-    # Tools may use their package's runtime and the model side's server helpers; none of
-    # them is imported back by anything but tests and other tools.
+def test_nothing_but_tools_and_tests_imports_a_tool():
     importers = [m for m in MODULES if not within(m, TOOLS)]
     assert offenders(importers, {"gateway.tools", "animation.tools"}) == {}
 
@@ -127,9 +125,10 @@ def test_only_the_server_imports_the_app_factory():
     assert importers == []
 
 
-def test_the_render_tasks_load_no_http_code():
+def test_a_render_worker_process_loads_no_http_code():
+    # What `python -m gateway.rendering.pool_worker` imports, and the tasks it is sent.
     code = (
-        "import sys, gateway.rendering.tasks\n"
+        "import sys, gateway.rendering.pool_worker, gateway.rendering.tasks\n"
         "loaded = [m for m in sys.modules if m.split('.')[0] in ('flask', 'werkzeug', 'gevent',"
         " 'requests', 'boto3') or m.startswith(('gateway.web', 'gateway.errors'))]\n"
         "print(sorted(loaded))"

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import socket
-import struct
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -37,9 +35,9 @@ from gevent.queue import Empty, Queue
 
 from gateway.errors import ClientGone
 from gateway.greenlets import client_gone, run_all
+from gateway.rendering.pool_worker import recv_frame, send_frame
 
 log = logging.getLogger("gateway.pool")
-_HEADER = struct.Struct("!Q")
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # One thread per process: the pool is the parallelism; BLAS and OpenCV threads on top
 # oversubscribe (OpenCV's own pool cost more CPU per request at saturation;
@@ -54,29 +52,6 @@ class WorkerCrashed(RuntimeError):
 
 class NoWorkerFree(RuntimeError):
     """No render worker came free in time: all busy for long, or none could start."""
-
-
-def send_frame(sock: socket.socket, obj: object) -> None:
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    sock.sendall(_HEADER.pack(len(payload)) + payload)
-
-
-def recv_frame(sock: socket.socket) -> Any:
-    """The next frame's object; EOFError when the other end closed."""
-    (size,) = _HEADER.unpack(_recv_exactly(sock, _HEADER.size))
-    return pickle.loads(_recv_exactly(sock, size))
-
-
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    buf = bytearray(size)
-    view = memoryview(buf)
-    got = 0
-    while got < size:
-        n = sock.recv_into(view[got:])
-        if n == 0:
-            raise EOFError("render worker closed its socket")
-        got += n
-    return bytes(buf)
 
 
 def _worker_env() -> dict[str, str]:

@@ -4,6 +4,10 @@ Runs the pool's setup call (the first frame: `(function, args)` or None), says r
 reads `(function, args)` frames from the socket FD, runs them, writes `("ok", result)` or
 `("err", exception)` back. Exits when the gateway closes the socket, and dies with it if
 the gateway is killed outright.
+
+The frames (a length, then a pickle) are read and written by `send_frame` / `recv_frame`
+here, on both ends: the pool imports them from this module, so a worker process loads
+nothing of the gateway's HTTP side, gevent included.
 """
 
 from __future__ import annotations
@@ -13,9 +17,34 @@ import os
 import pickle
 import signal
 import socket
+import struct
 import sys
+from typing import Any
 
-from gateway.rendering.pool import recv_frame, send_frame
+_HEADER = struct.Struct("!Q")
+
+
+def send_frame(sock: socket.socket, obj: object) -> None:
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    sock.sendall(_HEADER.pack(len(payload)) + payload)
+
+
+def recv_frame(sock: socket.socket) -> Any:
+    """The next frame's object; EOFError when the other end closed."""
+    (size,) = _HEADER.unpack(_recv_exactly(sock, _HEADER.size))
+    return pickle.loads(_recv_exactly(sock, size))
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = sock.recv_into(view[got:])
+        if n == 0:
+            raise EOFError("render worker closed its socket")
+        got += n
+    return bytes(buf)
 
 
 def _die_with_parent() -> None:

@@ -32,7 +32,6 @@ from animation.mask_warnings import mask_warnings
 from animation.motions import Motion, MotionSpec, load_motion, motion_from_bvh, motion_table
 from animation.paper import ink_map
 from animation.render import RenderOptions, render_motion
-from animation.skeleton import Skeleton
 from gateway.rendering.geometry import Box, Scale
 
 if TYPE_CHECKING:  # the request's type, read by attribute: the workers never import web/
@@ -159,7 +158,7 @@ def find_mask(job: MaskJob) -> FigureMask:
         consulted = job.learned is not None and unusable is None  # "": it saw no figure
     else:
         mask = _given_mask(job.given, job.where.box, job.scale)
-        figure = FigureJoints.of(Skeleton.from_coco(job.keypoints))
+        figure = FigureJoints.of(job.keypoints)
         warnings = mask_warnings(mask, ink_map(job.crop).ink, figure) if job.annotate else ()
         source = "given"
     if not job.annotate:
