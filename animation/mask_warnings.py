@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING
 import cv2
 import numpy as np
 
+from animation.joint_guard import guard_joints
+from animation.skeleton import JOINT_INDEX, JOINTS
+
 if TYPE_CHECKING:
     from animation.figure_mask import FigureJoints
 
@@ -23,7 +26,12 @@ WARNINGS: dict[str, str] = {
     "figure_tiny": "the figure covers a tiny share of its box",
     "figure_huge": "the figure covers almost all of its box (paper taken in?)",
     "touches_border": "the figure runs into the edge of its box along a long stretch",
+    # What rigging does about the joints (animation.joint_guard); not about the mask.
+    "joint_moved": "a joint lay off the figure; it was moved onto the figure's outline",
+    "limb_kept_still": "a limb's joints do not lie along a drawn limb; it is kept still",
 }
+# The codes that say something about the mask itself (what choosing a mask weighs).
+MASK_CODES = tuple(code for code in WARNINGS if code not in ("joint_moved", "limb_kept_still"))
 TINY_SHARE, HUGE_SHARE = 0.02, 0.90  # of the crop's area
 OUTLINE_ON_INK = 0.5  # least share of the outline that lies on or next to ink
 BORDER_SHARE = 0.25  # most share of the crop's border the figure may run along
@@ -52,6 +60,16 @@ def mask_warnings(
     border = np.concatenate([mask[0], mask[-1], mask[1:-1, 0], mask[1:-1, -1]])
     if border.mean() > BORDER_SHARE:
         found.add("touches_border")
+    if (
+        figure is not None
+        and len(figure.points) == len(JOINTS)
+        and figure.head == JOINT_INDEX["neck"]
+    ):
+        guarded = guard_joints(mask, figure.points)
+        if guarded.moved:
+            found.add("joint_moved")
+        if guarded.still:
+            found.add("limb_kept_still")
     return tuple(code for code in WARNINGS if code in found)
 
 

@@ -12,24 +12,24 @@ and the mask is triangulated again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
-from animation.skeleton import JOINTS, PARENT_INDEX
+from animation.parts import (
+    PART_INDEX,
+    PartBinding,
+    attach_pieces,
+    cut,
+    hinges,
+    label_triangles,
+    neck_point,
+    pivots,
+    skirt_parts,
+)
 
-# Body parts in painter's order, back to front: limbs crossing the body draw in front of it
-# and in the same order every frame.
-PARTS: tuple[str, ...] = ("left_leg", "right_leg", "body", "left_arm", "right_arm")
-_PART_OF_BONE = {  # bone named by its end joint -> part
-    "left_knee": "left_leg", "left_foot": "left_leg",
-    "right_knee": "right_leg", "right_foot": "right_leg",
-    "left_elbow": "left_arm", "left_hand": "left_arm",
-    "right_elbow": "right_arm", "right_hand": "right_arm",
-}  # fmt: skip
-_BONES = np.array([i for i, p in enumerate(PARENT_INDEX) if p >= 0])  # end joint of each bone
-_BONE_PART = np.array([PARTS.index(_PART_OF_BONE.get(JOINTS[j], "body")) for j in _BONES])
 # How far (px) the mesh's outline may cut inside the contour one pixel outside the mask:
 # at 1 it still passes outside the centres of the mask's edge pixels.
 OUTLINE_TOLERANCE = 1.0
@@ -40,9 +40,11 @@ _REPAIRS = 2  # times points are added where the triangles missed part of the ma
 class Mesh:
     vertices: np.ndarray  # (N, 2) float64, texture px
     triangles: np.ndarray  # (T, 3) int64 vertex indices
-    part: np.ndarray  # (T,) int64 index into PARTS: painter's order of each triangle
+    part: np.ndarray  # (T,) int64 index into parts.PARTS: the part moving each triangle
     region: np.ndarray  # (H, W) bool: the mask pixels the mesh carries (what gets drawn)
     triangle_map: np.ndarray  # (H, W) int32: the triangle carrying each pixel (nearest if none)
+    layer: np.ndarray  # (T,) int64 index into parts.LAYERS: painter's order
+    binding: PartBinding  # how the vertices follow the skeleton
 
 
 def clean_mask(mask: np.ndarray, spacing: float) -> tuple[np.ndarray, np.ndarray]:
@@ -214,18 +216,17 @@ def _poseable(triangles: np.ndarray, points: np.ndarray, joints: np.ndarray) -> 
     return np.isin(piece, list(kept))
 
 
-def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(P, B) distance from each point to each segment a->b."""
-    ab = b - a
-    ap = points[:, None, :] - a[None]
-    t = np.clip((ap * ab).sum(-1) / np.maximum((ab * ab).sum(-1), 1e-9), 0.0, 1.0)
-    return np.linalg.norm(ap - t[..., None] * ab, axis=-1)
-
-
-def build_mesh(mask: np.ndarray, joints: np.ndarray, target_triangles: int = 400) -> Mesh:
+def build_mesh(
+    mask: np.ndarray,
+    joints: np.ndarray,
+    target_triangles: int = 400,
+    still: Sequence[str] = (),
+) -> Mesh:
     """Triangulate `mask` (H, W) bool into about `target_triangles` triangles.
 
-    `joints` (16, 2) assigns each triangle to the body part of its nearest bone.
+    `joints` (16, 2) assigns each triangle to a body part; the mesh is cut into its parts
+    (`parts`), and the backing disks behind the joints follow its triangles. The parts
+    named in `still` (and a skirt's upper legs) move with the part they hang from.
     """
     if not mask.any():
         raise ValueError("mask is empty")
@@ -254,14 +255,32 @@ def build_mesh(mask: np.ndarray, joints: np.ndarray, target_triangles: int = 400
             break
         vertices, triangles = _triangulate(meshed, spacing, joints, extra)
         label = _cover(mask.shape, vertices, triangles)
-    centres = vertices[triangles].mean(1)
-    dist = _segment_distance(centres, joints[PARENT_INDEX[_BONES]], joints[_BONES])
+    # Parts: each triangle to its bone's region, the mesh cut between parts, a backing
+    # disk behind each joint.
+    inside = _inside_distance(meshed)
+    neck = neck_point(joints, inside)
+    joins = hinges(joints, inside)
+    part = label_triangles(vertices, triangles, label, joints, neck)
+    part = attach_pieces(vertices, triangles, part, joins)
+    pieces = cut(vertices, triangles, part, joins)
     return Mesh(
-        vertices=vertices,
-        triangles=triangles,
-        part=_BONE_PART[np.argmin(dist, axis=1)],
+        vertices=pieces.vertices,
+        triangles=pieces.triangles,
+        part=pieces.part,
         region=draw,
         triangle_map=_nearest_label(label),
+        layer=pieces.layer,
+        binding=PartBinding(
+            part=pieces.vertex_part,
+            rest=pieces.vertices,
+            rest_joints=joints.copy(),
+            pivots=pivots(joins, joints),
+            still=tuple(
+                sorted(
+                    PART_INDEX[p] for p in {*still, *skirt_parts(vertices, triangles, part, joints)}
+                )
+            ),
+        ),
     )
 
 

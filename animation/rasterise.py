@@ -41,7 +41,7 @@ class Pieces:
     triangle: np.ndarray  # (P,) int64: the mesh triangle whose map moves the piece
     rest: np.ndarray  # (P, 3, 2) float64: corners in texture px
     corners: np.ndarray  # (P, 3) int64: mesh vertex of each corner, -1 if none (a square)
-    part: np.ndarray  # (P,) int64: the body part (index into mesh.PARTS), non-decreasing
+    layer: np.ndarray  # (P,) int64: painter's layer (index into parts.LAYERS), non-decreasing
 
 
 def mesh_pieces(mesh: Mesh) -> Pieces:
@@ -55,12 +55,12 @@ def mesh_pieces(mesh: Mesh) -> Pieces:
     rest = np.concatenate([halves, mesh.vertices[mesh.triangles]])
     corners = np.concatenate([np.full((len(halves), 3), -1), mesh.triangles])
     # Squares first within a part; parts back to front.
-    order = np.argsort(mesh.part[triangle], kind="stable")
+    order = np.argsort(mesh.layer[triangle], kind="stable")
     return Pieces(
         triangle=triangle[order],
         rest=rest[order],
         corners=corners[order],
-        part=mesh.part[triangle[order]],
+        layer=mesh.layer[triangle[order]],
     )
 
 
@@ -71,7 +71,7 @@ def uncovered_texels(mesh: Mesh) -> tuple[np.ndarray, np.ndarray]:
         triangle=np.arange(len(mesh.triangles)),
         rest=mesh.vertices[mesh.triangles],
         corners=mesh.triangles,
-        part=np.zeros(len(mesh.triangles), np.int64),
+        layer=np.zeros(len(mesh.triangles), np.int64),
     )
     h, w = mesh.region.shape
     ones = np.ones((h, w), np.uint8)
@@ -160,9 +160,17 @@ _START, _Y0, _DY0, _X_REF, _LEFT, _RIGHT, _LO, _HI, _UX, _UY, _U0, _VX, _VY, _V0
 )
 
 
-def _spans(pieces: Pieces, mesh: Mesh, vertices: np.ndarray, width: int, height: int) -> _Spans:
+def _spans(
+    pieces: Pieces,
+    mesh: Mesh,
+    vertices: np.ndarray,
+    width: int,
+    height: int,
+    ranks: np.ndarray | None = None,
+) -> _Spans:
     """Every run of pixel centres inside a posed piece, for (F, N, 2) vertices in output
-    px, in no particular order (the key orders them)."""
+    px, in no particular order (the key orders them; `ranks` (F, L), when given, is each
+    layer's painter's rank per frame)."""
     frames = len(vertices)
     tri = mesh.triangles[pieces.triangle]
     rest = mesh.vertices[tri]  # (P, 3, 2)
@@ -213,7 +221,8 @@ def _spans(pieces: Pieces, mesh: Mesh, vertices: np.ndarray, width: int, height:
     table[_HI] = np.maximum(np.maximum(xt, xm), xb)
     table[_UX : _V0 + 1] = backward.T[:, None]
     table[_BASE] = np.repeat(np.arange(frames) * (width * height), len(tri))
-    table[_PART] = np.tile(pieces.part * len(_RUN_LENGTHS), frames)
+    layer = np.tile(pieces.layer, frames) if ranks is None else ranks[:, pieces.layer].ravel()
+    table[_PART] = layer * len(_RUN_LENGTHS)
     # A gather along the columns: numpy repeats (16, T) along its second axis far slower.
     per_row = np.take(table.reshape(16, -1), np.repeat(np.arange(len(rows)), rows), axis=1)
     k = np.arange(per_row.shape[1], dtype=np.float32)
@@ -263,15 +272,17 @@ def rasterise(
     width: int,
     height: int,
     background: float,
+    ranks: np.ndarray | None = None,
 ) -> np.ndarray:
     """(F, N, 2) vertex positions in output px -> (F, height, width) frames of `table`'s
     values (an (H, W) uint8, uint16 or float32 array over the texture: palette indices,
     or texel numbers), `background` where no texel lands. A texel holding `background`
-    is not drawn, so whatever lies behind it shows."""
+    is not drawn, so whatever lies behind it shows. Layers are painted in the order of
+    `pieces.layer`, or per frame in that of `ranks` (F, len(parts.LAYERS))."""
     frames = len(vertices)
     if width > _RUN_LENGTHS[-1]:
         raise ValueError(f"frames at most {_RUN_LENGTHS[-1]} px wide")
-    spans = _spans(pieces, mesh, vertices, width, height)
+    spans = _spans(pieces, mesh, vertices, width, height, ranks)
     dump = frames * width * height  # where pixels whose texel is background go
     out = np.full(dump + 1, background, table.dtype)
     # Painter's order between parts; within a part, blocks by run length (a radix sort on

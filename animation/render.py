@@ -1,7 +1,8 @@
-"""Character + motion -> GIF, WebP or MP4. The rig is built once per character (the
-texture cleaned and paletted, the mesh and the pieces it is drawn from, the factorised ARAP
-systems); a motion then costs one ARAP solve for all its frames, one camera for the whole
-clip, rasterising and the encoder."""
+"""Character + motion -> GIF, WebP or MP4. The rig is built once per character (the joints
+checked against the drawing, the texture cleaned and paletted, the mesh cut into body parts
+and the pieces it is drawn from); a motion then costs each part's turn per frame (a few
+array operations for all frames), one camera for the whole clip, rasterising and the
+encoder."""
 
 from __future__ import annotations
 
@@ -9,17 +10,18 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from animation.arap import ArapSolver, build_arap
 from animation.character import Character, for_output
 from animation.formats import DEFAULT_FORMAT, check_format, encode
 from animation.gif import InlineExecutor
-from animation.mesh import Mesh, barycentric_matrix, build_mesh, joint_triangles
+from animation.joint_guard import guard_joints
+from animation.mesh import Mesh, build_mesh
 from animation.morph import fill_holes
 from animation.motions import Motion, load_motion
+from animation.parts import layer_ranks
 from animation.rasterise import (
     Camera,
     Pieces,
@@ -28,7 +30,8 @@ from animation.rasterise import (
     outline_weights,
     rasterise,
 )
-from animation.retarget import retarget
+from animation.retarget import limb_depths, retarget
+from animation.skeleton import Skeleton
 from animation.texture import PalettedTexture, clean_texture
 from animation.timing import frame_schedule
 
@@ -68,37 +71,41 @@ class Rig:
 
     character: Character
     mesh: Mesh
-    arap: ArapSolver
     texture: PalettedTexture  # the cleaned texture: palette, indices, background index
     pieces: Pieces  # the triangles frames are drawn from, back to front
     outline: np.ndarray  # (Q, N) points that, with the vertices, bound the figure's extent
+
+    def pose(self, joints: np.ndarray) -> np.ndarray:
+        """(F, 16, 2) joint positions in texture px -> (F, N, 2) mesh vertices, all frames
+        in one solve."""
+        return self.mesh.binding.targets(np.asarray(joints, dtype=np.float64))
 
 
 def build_rig(
     character: Character, timings: dict[str, float] | None = None, workers: int = 1
 ) -> Rig:
-    """Mesh, cleaned texture, joint binding and the factorised ARAP systems: once per
-    character. With `workers` > 1 the texture is cleaned on a second thread while the mesh
-    and the ARAP systems are built (OpenCV and numpy release the GIL)."""
+    """Guarded joints, cleaned texture, the mesh cut into parts: once per character. With
+    `workers` > 1 the texture is cleaned on a second thread while the mesh is built
+    (OpenCV and numpy release the GIL)."""
     clock = _Clock(timings)
-    joints = character.skeleton.rest
-    if np.ptp(joints, axis=0).max() < 2:
+    if np.ptp(character.skeleton.rest, axis=0).max() < 2:
         raise ValueError("the skeleton's joints all sit on one point")
+    # Joints off the figure moved onto it; the rig, the retargeting and the joints out all
+    # use the skeleton as guarded.
+    guarded = guard_joints(character.mask, character.skeleton.rest)
+    character = replace(character, skeleton=Skeleton(guarded.rest))
+    joints = character.skeleton.rest
     with _executor(min(workers, 2)) as pool:
         cleaning = pool.submit(_clean_texture, character, timings)
-        mesh = build_mesh(character.mask, joints)
+        mesh = build_mesh(character.mask, joints, still=guarded.still)
         pieces = mesh_pieces(mesh)
         outline = outline_weights(mesh, pieces)
         clock.lap("mesh")
-        handles = barycentric_matrix(mesh, joints, joint_triangles(mesh, joints))
-        arap = build_arap(mesh.vertices, mesh.triangles, handles)
-        clock.lap("arap_build")
         texture = cleaning.result().within(mesh.region)
     clock.restart()
     return Rig(
         character=character,
         mesh=mesh,
-        arap=arap,
         texture=texture,
         pieces=pieces,
         outline=outline,
@@ -121,9 +128,11 @@ def render_joints(
     delays_cs: np.ndarray,
     options: RenderOptions = RenderOptions(),
     timings: dict[str, float] | None = None,
+    ranks: np.ndarray | None = None,
 ) -> bytes:
     """(F, 16, 2) joint positions in texture px, one row a frame -> the file's bytes in
-    `options.format`.
+    `options.format`; `ranks` (F, len(parts.LAYERS)): each frame's painter's order of the
+    layers (`parts.layer_ranks`; default: `parts.LAYERS`' own).
 
     Adds each stage's CPU seconds (summed over threads) to `timings`.
     """
@@ -133,9 +142,9 @@ def render_joints(
     if not np.isfinite(joints).all():
         raise ValueError("joint positions must be finite")
     clock = _Clock(timings)
-    vertices = rig.arap.solve(joints)  # (F, N, 2)
+    vertices = rig.pose(joints)  # (F, N, 2)
     frames = len(vertices)
-    clock.lap("solve")
+    clock.lap("pose")
     camera, placed = frame_geometry(rig, vertices, options.size)
     background = rig.texture.transparent
     clock.lap("rasterise")
@@ -152,6 +161,7 @@ def render_joints(
             camera.width,
             camera.height,
             background,
+            None if ranks is None else ranks[start:stop],
         )
         return chunk, time.thread_time() - began
 
@@ -200,7 +210,8 @@ def clip_camera(rig: Rig, vertices: np.ndarray, size: int) -> Camera:
 def output_joints(rig: Rig, joints: np.ndarray, size: int) -> tuple[np.ndarray, tuple[int, int]]:
     """Joint positions (F, 16, 2) in texture px -> the same in the output's pixels, placed by
     the camera render_joints uses for these frames, and the output's (width, height)."""
-    camera = clip_camera(rig, rig.arap.solve(np.asarray(joints, dtype=np.float64)), size)
+    joints = np.asarray(joints, dtype=np.float64)
+    camera = clip_camera(rig, rig.pose(joints), size)
     return joints * camera.scale + camera.offset, (camera.width, camera.height)
 
 
@@ -228,8 +239,9 @@ def render_motion_timed(
     clock = _Clock(timings)
     times_s, delays_cs = frame_schedule(motion.duration_s, options.fps, options.max_frames)
     joints = retarget(rig.character.skeleton, motion, times_s)
+    ranks = layer_ranks(limb_depths(motion, times_s))
     clock.lap("retarget")
-    return render_joints(rig, joints, delays_cs, options, timings)
+    return render_joints(rig, joints, delays_cs, options, timings, ranks)
 
 
 def render_motions(

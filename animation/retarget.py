@@ -49,6 +49,9 @@ _PAIRS = {"arms": ("left_arm", "right_arm"), "legs": ("left_leg", "right_leg"), 
 # _SIDE_DEG from the side, in between in its own plane; with a second principal
 # direction above _ISOTROPIC of the first (the group points every way) the front wins.
 _VERTICAL, _FRONT_DEG, _SIDE_DEG, _ISOTROPIC = 0.02, 30.0, 60.0, 0.5
+# The most a drawn head turns from the way it sits on the drawn torso, whatever the motion
+# file says (the README's rules for drawn-figure motions).
+MAX_HEAD_TILT_DEG = 25.0
 
 LATERAL = np.array([1.0, 0.0, 0.0])  # body coordinates: (lateral, up, forward)
 FORWARD = np.array([0.0, 0.0, 1.0])
@@ -212,6 +215,46 @@ def _directions(
     return direction
 
 
+def _upright_head(skeleton: Skeleton, direction: np.ndarray) -> np.ndarray:
+    """`direction` (F, 16, 2) with the head turned at most `MAX_HEAD_TILT_DEG` from the
+    way it sits on the torso in the drawing: a drawn head is big and flat, and tilted
+    further it folds into a shoulder or an elbow."""
+    neck, torso = JOINT_INDEX["neck"], JOINT_INDEX["torso"]
+    rest = skeleton.rest
+    rest_head, rest_torso = rest[neck] - rest[torso], rest[torso] - rest[PARENT_INDEX[torso]]
+    if min(np.linalg.norm(rest_head), np.linalg.norm(rest_torso)) < 1e-9:
+        return direction
+
+    def angle(v: np.ndarray) -> np.ndarray:
+        return np.arctan2(v[..., 1], v[..., 0])
+
+    sits = angle(rest_head) - angle(rest_torso)
+    tilt = np.angle(np.exp(1j * (angle(direction[:, neck]) - angle(direction[:, torso]) - sits)))
+    limit = np.radians(MAX_HEAD_TILT_DEG)
+    kept = angle(direction[:, torso]) + sits + np.clip(tilt, -limit, limit)
+    out = direction.copy()
+    out[:, neck] = np.stack([np.cos(kept), np.sin(kept)], axis=1)
+    return out
+
+
+def limb_depths(motion: Motion, times_s: np.ndarray) -> np.ndarray:
+    """(F, 4): how far in front of the chest (+) or behind it (-) each limb's end is, per
+    frame, for the left and right hand, then the left and right foot, in leg lengths.
+    Depth is along the way the performer faces, whatever view a group is drawn in: a hand
+    behind the back is behind the body however the arms are seen."""
+    times_s = np.asarray(times_s, dtype=np.float64)
+    motion = _frames_used(motion, times_s)
+    pos = motion.bvh.positions
+    axes = motion_axes(motion)
+    roles = motion.roles
+    ends = [roles[f"{side}_{end}"] for end in ("hand", "foot") for side in ("left", "right")]
+    forward = axes.body_coords(pos[:, ends] - pos[:, [roles["chest"]]])[..., 2]  # (S, 4)
+    legs = [(roles[f"{s}_hip"], roles[f"{s}_knee"], roles[f"{s}_foot"]) for s in ("left", "right")]
+    return _interpolate(forward, motion.bvh.frame_time, times_s) / max(
+        _leg_length(pos[0], legs), 1e-12
+    )
+
+
 def _frames_used(motion: Motion, times_s: np.ndarray) -> Motion:
     """The motion up to its last frame the times need: a long clip that is cut costs only
     what is shown, and is seen (views, facing) as what is shown."""
@@ -227,7 +270,7 @@ def retarget(skeleton: Skeleton, motion: Motion, times_s: np.ndarray) -> np.ndar
     motion = _frames_used(motion, times_s)
     pos = motion.bvh.positions
     axes = motion_axes(motion)
-    direction = _directions(skeleton, motion, axes, times_s)
+    direction = _upright_head(skeleton, _directions(skeleton, motion, axes, times_s))
 
     # Chain the bones from the root: the character keeps its own bone lengths.
     rest = skeleton.rest

@@ -1,7 +1,7 @@
 """Versions of what decides a rendered GIF's pixels, for naming stored renders.
 
 Digests of content, never numbers someone must remember to bump: `renderer_version()`
-changes with any source file of this library (rig, mesh, ARAP, retarget, rasterise, GIF,
+changes with any source file of this library (rig, mesh, parts, retarget, rasterise, GIF,
 segmentation, image decoding), `motion_version(spec)` with a motion's table entry or its
 BVH file. A service that keeps renders keyed by these never serves a GIF an older
 renderer or motion made.

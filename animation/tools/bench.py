@@ -61,7 +61,7 @@ TODAY_GIF_BYTES = {
     "char4": {"dab": 688793, "jumping": 338771, "wave_hello": 433496, "zombie": 552154},
     "sample": {"dab": 578192, "jumping": 278479, "wave_hello": 357690, "zombie": 548906},
 }
-STAGES = ("load", "mesh", "texture", "arap_build", "retarget", "solve", "rasterise", "encode")
+STAGES = ("load", "mesh", "texture", "retarget", "pose", "rasterise", "encode")
 
 
 # --- 1. the generated character, in process --------------------------------------------

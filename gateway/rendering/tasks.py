@@ -233,7 +233,7 @@ class RenderJob:
 @dataclass(frozen=True)
 class RenderResult:
     files: dict[str, bytes]  # motion -> the file's bytes, in the requested format
-    rig_s: float  # mesh + ARAP set-up
+    rig_s: float  # joints checked, texture cleaned, mesh cut into parts
     render_s: float  # all motions of this task
 
 

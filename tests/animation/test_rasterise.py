@@ -1,5 +1,7 @@
 """The backward rasteriser: each output pixel takes its texel through its triangle's map."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -51,8 +53,8 @@ def test_twice_the_size_draws_each_texel_as_a_crisp_two_by_two_block():
 
 
 def _two_triangle_mesh() -> Mesh:
-    """A leg triangle (part 0) on the left of the texture and an arm triangle (part 4) on
-    the right whose lower half is drawn and upper half is paper (not drawn)."""
+    """A leg triangle (layer 1) on the left of the texture and an arm triangle (layer 7)
+    on the right whose lower half is drawn and upper half is paper (not drawn)."""
     region = np.zeros((40, 80), bool)
     region[5:35, 5:35] = True
     region[20:35, 45:75] = True
@@ -61,7 +63,7 @@ def _two_triangle_mesh() -> Mesh:
     )
     triangles = np.array([[0, 2, 1], [3, 4, 5]])
     triangle_map = np.where(np.arange(80) < 40, 0, 1)[None].repeat(40, 0).astype(np.int32)
-    return Mesh(vertices, triangles, np.array([0, 4]), region, triangle_map)
+    return Mesh(vertices, triangles, np.array([0, 6]), region, triangle_map, np.array([1, 7]), None)
 
 
 def test_a_front_part_s_undrawn_texels_never_erase_the_part_behind():
@@ -75,7 +77,7 @@ def test_a_front_part_s_undrawn_texels_never_erase_the_part_behind():
     assert arm > 0 and (frame[5:19, 5:35] == 1).all()  # the leg shows through the paper
     assert (frame[21:33, 28:34] == 2).all()  # and the arm's ink is in front of it
     # Drawn back to front the other way round, the arm's ink would be hidden.
-    swapped = Mesh(mesh.vertices, mesh.triangles, np.array([4, 0]), mesh.region, mesh.triangle_map)
+    swapped = replace(mesh, layer=np.array([7, 1]))
     assert (_draw(swapped, table, posed, (80, 40)) == 2).sum() < arm
 
 
@@ -83,7 +85,7 @@ def test_texels_outside_every_triangle_are_drawn_with_their_nearest_triangle():
     mesh = _two_triangle_mesh()
     region = mesh.region.copy()
     region[36:38, 10:14] = True  # below the leg's triangle, which ends at y = 2 + 36 - x
-    mesh = Mesh(mesh.vertices, mesh.triangles, mesh.part, region, mesh.triangle_map)
+    mesh = replace(mesh, region=region)
     ys, xs = uncovered_texels(mesh)
     assert {(36, 10), (37, 13)} <= set(zip(ys.tolist(), xs.tolist(), strict=True))
     table = np.where(region, np.uint8(1), np.uint8(BACKGROUND))

@@ -8,6 +8,7 @@ from PIL import Image
 from animation import rasterise
 from animation.motions import default_motions, load_motion
 from animation.render import RenderOptions, render_joints, render_motion, render_motions
+from animation.retarget import retarget
 from animation.skeleton import JOINT_INDEX
 from animation.timing import frame_schedule
 from tests.support.rigs import character, rig
@@ -46,8 +47,11 @@ def test_every_shipped_motion_renders_a_clean_clip(variant, name):
     border = alpha[:, 0, :].any() or alpha[:, -1, :].any()
     border = border or alpha[:, :, 0].any() or alpha[:, :, -1].any()
     assert not border
-    # The figure really moves: consecutive frames differ.
-    assert all((frames[i] != frames[i + 1]).any() for i in range(len(frames) - 1))
+    # The figure really moves: consecutive frames differ, but where a pose is held (at
+    # most a second: a dab's).
+    moving = np.array([(frames[i] != frames[i + 1]).any() for i in range(len(frames) - 1)])
+    still_runs = np.diff(np.flatnonzero(np.r_[True, moving, True])) - 1
+    assert moving.mean() > 0.5 and still_runs.max() < 15
     # And stays whole: its area never drops or swells much from the first frame's.
     area = alpha.sum(axis=(1, 2))
     assert area.min() > 0.7 * area[0] and area.max() < 1.4 * area[0]
@@ -94,19 +98,21 @@ def test_no_holes_open_where_the_pose_stretches_the_figure(monkeypatch, closed_s
     if not closed_spans:  # the test must be able to fail: spans that stop short of edges
         monkeypatch.setattr(rasterise, "EDGE_EPS", -0.5)
     ch = character("plain")
-    rest = ch.skeleton.rest
-    stretched = ch.skeleton["hip"] + 1.7 * (rest - ch.skeleton["hip"])  # bones 70% longer
-    joints = np.stack([rest, stretched])
+    # The rest pose, then every part turned its own way (jumping's deepest crouch).
+    deep = np.stack(
+        [ch.skeleton.rest, retarget(ch.skeleton, load_motion("jumping"), np.array([0.4]))[0]]
+    )
     _, frames, _ = _frames(
-        render_joints(rig("plain"), joints, np.array([5, 5]), RenderOptions(size=300))
+        render_joints(rig("plain"), deep, np.array([5, 5]), RenderOptions(size=300))
     )
     holes = _holes(frames)
     # The rest frame's count is what the drawing itself has (the tip of a gap between arm
-    # and body); stretching may not add cracks.
+    # and body); turning the parts may not add cracks. Spans stopping short of the edges
+    # crack every frame (hundreds of holes).
     if closed_spans:
         assert holes[1] <= holes[0] + 1
     else:
-        assert holes[1] > holes[0] + 20
+        assert min(holes) > 100
 
 
 def test_render_motions_builds_one_rig_for_several_motions():

@@ -28,7 +28,7 @@ def frame_colour_error(rig: Rig, joints: np.ndarray, size: int = 256) -> float:
     """Mean CIELAB error (delta E 1976) over the figure's pixels of the frame for `joints`
     (16, 2) in texture px, at `size` px, against the same frame drawn from the original
     texture."""
-    vertices = rig.arap.solve(np.asarray(joints, np.float64)[None])
+    vertices = rig.pose(np.asarray(joints, np.float64)[None])
     camera, placed = frame_geometry(rig, vertices, size)
     index = rig.texture.index
     numbers = np.arange(index.size, dtype=np.float32).reshape(index.shape)  # exact below 2**24

@@ -1,0 +1,481 @@
+"""Body parts: the drawing cut into the pieces its bones move, each moved whole.
+
+A drawn figure is flat and its head is big: a mesh bent as one sheet crushes a face into
+an elbow, drags a sleeve along with the arm lying beside it and stretches a limb into a
+line when a joint estimate misses the ink. So the figure moves like a paper puppet:
+
+1. Every triangle belongs to one part (`PARTS`): the part of the bone nearest to it
+   *along the figure* (a geodesic Voronoi over the mesh's triangles, seeded on the
+   bones), so an arm that touches the head stays an arm. The head starts at the mask's
+   narrowest point between the shoulders and the face (the drawn neck).
+2. The mesh is cut between every two parts, and each part turns whole (a rotation and a
+   translation, never a stretch) about the joint it hangs from (`PartBinding`): the head
+   about the drawn neck, a limb about its shoulder, elbow, hip or knee, carried there by
+   the part it hangs from. A face, a hand, a sleeve keeps its drawn shape in every frame.
+3. The seams stay closed: around each joint a disk of the parent part's drawing, as wide
+   as the limb, turns with the child and is drawn behind every part (`BACKING`), so a
+   bent elbow or a raised arm shows a rounded joint where a wedge of paper would open.
+4. What does not look like a limb is kept still: a "limb" whose joints miss the ink
+   (`joint_guard`), and the upper legs of a skirt (`skirt_parts`: drawn joined along
+   their length), which move with the body while the legs below it walk.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from animation.skeleton import JOINT_INDEX, JOINTS, PARENT_INDEX
+
+# Painter's order, back to front: legs behind the body, the head over the torso, arms in
+# front of both (a hand waved across the face covers it, as it would).
+PARTS: tuple[str, ...] = (
+    "left_lower_leg", "left_upper_leg", "right_lower_leg", "right_upper_leg",
+    "torso", "head",
+    "left_upper_arm", "left_lower_arm", "right_upper_arm", "right_lower_arm",
+)  # fmt: skip
+PART_INDEX = {name: i for i, name in enumerate(PARTS)}
+# Layers a frame is painted in: the joints' backing disks first, then the parts.
+BACKING = 0
+LAYERS = ("backing", *PARTS)
+
+# The bone (named by its end joint) whose turn each part follows.
+DRIVER: dict[str, str] = {
+    "torso": "torso", "head": "neck",
+    "left_upper_arm": "left_elbow", "left_lower_arm": "left_hand",
+    "right_upper_arm": "right_elbow", "right_lower_arm": "right_hand",
+    "left_upper_leg": "left_knee", "left_lower_leg": "left_foot",
+    "right_upper_leg": "right_knee", "right_lower_leg": "right_foot",
+}  # fmt: skip
+# The part each hangs from, and the joint it turns about ("neck": the drawn neck).
+HANGS_FROM: dict[str, tuple[str, str]] = {
+    "head": ("torso", "neck"),
+    "left_upper_arm": ("torso", "left_shoulder"),
+    "right_upper_arm": ("torso", "right_shoulder"),
+    "left_lower_arm": ("left_upper_arm", "left_elbow"),
+    "right_lower_arm": ("right_upper_arm", "right_elbow"),
+    "left_upper_leg": ("torso", "left_hip"),
+    "right_upper_leg": ("torso", "right_hip"),
+    "left_lower_leg": ("left_upper_leg", "left_knee"),
+    "right_lower_leg": ("right_upper_leg", "right_knee"),
+}
+# Parents before children: the order parts are posed in.
+_POSE_ORDER = (
+    "torso",
+    "head",
+    *(p for p in PARTS if "upper" in p),
+    *(p for p in PARTS if "lower" in p),
+)
+# Each part's bones (end joints) whose points seed its region; the head's bone is split at
+# the drawn neck (see `_seed_segments`).
+_SEED_BONES: dict[str, tuple[str, ...]] = {
+    "torso": ("torso", "left_shoulder", "right_shoulder", "left_hip", "right_hip"),
+    **{part: (bone,) for part, bone in DRIVER.items() if part not in ("torso", "head")},
+}
+# A joint's backing disk: this many of the joining limb's half-widths (at least this share
+# of its bone), measured a little way along the limb, clear of the body.
+BACKING_WIDTHS, BACKING_BONE_SHARE = 1.5, 0.15
+_LIMB_WIDTH_AT = (0.25, 0.6)  # shares of the way along a limb's bone its width is taken at
+# Upper legs joined along a seam longer than this share of the thigh's bone are a skirt.
+SKIRT_SEAM = 0.5
+# Search for the drawn neck between these shares of the way from the shoulders' middle
+# to the face; where the mask never narrows, the head starts at _NECK_DEFAULT.
+_NECK_SEARCH, _NECK_DEFAULT = (0.1, 0.8), 0.4
+
+
+@dataclass(frozen=True)
+class Hinge:
+    """Where a part turns about the part it hangs from."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "point", np.asarray(self.point, np.float64))
+
+    parent: int  # index into PARTS
+    child: int
+    point: np.ndarray  # (2,) texture px, at rest
+    radius: float  # px: the backing disk
+
+
+@dataclass(frozen=True)
+class PartBinding:
+    """How the cut mesh follows the skeleton: each vertex moves with one part."""
+
+    part: np.ndarray  # (N,) int64 index into PARTS
+    rest: np.ndarray  # (N, 2) rest positions
+    rest_joints: np.ndarray  # (16, 2)
+    pivots: np.ndarray  # (P, 2) rest: the point each part turns about (its hinge's)
+    still: tuple[int, ...] = ()  # parts that move with the part they hang from
+
+    def transforms(self, joints: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(F, 16, 2) joints -> each part's rigid motion: turn (F, P) radians, rest pivot
+        (P, 2) and posed pivot (F, P, 2), so that a point x of part p goes to
+        `pivot[:, p] + R(turn[:, p]) (x - pivot_rest[p])`."""
+        angle = _bone_angles(joints) - _bone_angles(self.rest_joints[None])  # (F, 16)
+        frames = len(joints)
+        turn = np.zeros((frames, len(PARTS)))
+        pivot_rest = np.zeros((len(PARTS), 2))
+        pivot = np.zeros((frames, len(PARTS), 2))
+        for name in _POSE_ORDER:
+            p = PART_INDEX[name]
+            pivot_rest[p] = self.pivots[p]
+            if name == "torso":
+                root = JOINT_INDEX["root"]
+                turn[:, p] = angle[:, JOINT_INDEX[DRIVER[name]]]
+                pivot[:, p] = joints[:, root] + _rotate(
+                    pivot_rest[p] - self.rest_joints[root], turn[:, p]
+                )
+                continue
+            parent = PART_INDEX[HANGS_FROM[name][0]]
+            own = angle[:, JOINT_INDEX[DRIVER[name]]]
+            turn[:, p] = turn[:, parent] if p in self.still else own
+            pivot[:, p] = pivot[:, parent] + _rotate(
+                pivot_rest[p] - pivot_rest[parent], turn[:, parent]
+            )
+        return turn, pivot_rest, pivot
+
+    def targets(self, joints: np.ndarray) -> np.ndarray:
+        """(F, 16, 2) joint positions -> (F, N, 2) vertex positions."""
+        turn, pivot_rest, pivot = self.transforms(joints)
+        offset = self.rest - pivot_rest[self.part]  # (N, 2)
+        return pivot[:, self.part] + _rotate(offset, turn[:, self.part])
+
+
+# A hand this far behind the chest (in leg lengths) is drawn behind the body, a foot this
+# far in front of it in front of the body (a high kick); otherwise arms cover the body
+# and legs hang behind it.
+ARM_BEHIND, LEG_IN_FRONT = -0.15, 0.5
+_LIMB_LAYERS = (
+    ("left_upper_arm", "left_lower_arm"), ("right_upper_arm", "right_lower_arm"),
+    ("left_lower_leg", "left_upper_leg"), ("right_lower_leg", "right_upper_leg"),
+)  # fmt: skip
+
+
+def layer_ranks(depths: np.ndarray) -> np.ndarray:
+    """(F, 4) limb depths (`retarget.limb_depths`: hands then feet, left first) -> (F, L)
+    painter's rank of each of `LAYERS` per frame: a limb behind the body is painted just
+    after the backing, one in front of it after the head, each limb's parts in their order."""
+    frames = len(depths)
+    behind = np.zeros((frames, 4), bool)
+    behind[:, :2] = depths[:, :2] < ARM_BEHIND
+    behind[:, 2:] = depths[:, 2:] < LEG_IN_FRONT
+    # Sort key per layer: the backing first, then limbs behind, the torso, the head, then
+    # limbs in front; ties keep LAYERS' order.
+    key = np.zeros((frames, len(LAYERS)))
+    key[:, LAYERS.index("torso")] = 2
+    key[:, LAYERS.index("head")] = 3
+    for limb, layers in enumerate(_LIMB_LAYERS):
+        for name in layers:
+            key[:, LAYERS.index(name)] = np.where(behind[:, limb], 1, 4)
+    order = np.argsort(key + np.arange(len(LAYERS)) / 100, axis=1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(len(LAYERS))[None], axis=1)
+    return ranks
+
+
+def _rotate(vectors: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """(..., 2) vectors turned by (F, ...) angles -> (F, ..., 2)."""
+    cos, sin = np.cos(angle), np.sin(angle)
+    x, y = vectors[..., 0], vectors[..., 1]
+    return np.stack([cos * x - sin * y, sin * x + cos * y], axis=-1)
+
+
+def _bone_angles(joints: np.ndarray) -> np.ndarray:
+    """(F, 16): the angle of the bone ending at each joint (0 for the root)."""
+    parent = np.where(PARENT_INDEX < 0, np.arange(len(JOINTS)), PARENT_INDEX)
+    d = joints - joints[:, parent]
+    return np.arctan2(d[..., 1], d[..., 0])
+
+
+def neck_point(joints: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """(2,): where the head meets the torso: the narrowest point of the mask (`inside`,
+    its (H, W) inside distance) on the way from the shoulders' middle to the face."""
+    a, b = joints[JOINT_INDEX["torso"]], joints[JOINT_INDEX["neck"]]
+    share = np.linspace(*_NECK_SEARCH, 24)
+    points = a + share[:, None] * (b - a)
+    width = _sample(inside, points)
+    if not (width > 0).all() or width.min() > 0.8 * np.median(width):
+        return a + _NECK_DEFAULT * (b - a)  # no neck drawn (or the bone leaves the ink)
+    return points[np.argmin(width)]
+
+
+def _sample(image: np.ndarray, points: np.ndarray) -> np.ndarray:
+    h, w = image.shape
+    ix = np.clip(np.round(points[:, 0]).astype(int), 0, w - 1)
+    iy = np.clip(np.round(points[:, 1]).astype(int), 0, h - 1)
+    return image[iy, ix]
+
+
+def limb_half_width(joints: np.ndarray, inside: np.ndarray, part: str) -> float:
+    """The half-width (px) of the mask along `part`'s bone, a little way from its start
+    (0 where the bone runs off the mask)."""
+    bone = JOINT_INDEX[DRIVER[part]]
+    start, end = joints[PARENT_INDEX[bone]], joints[bone]
+    width = _sample(inside, start + np.linspace(*_LIMB_WIDTH_AT, 8)[:, None] * (end - start))
+    width = width[width > 0]
+    return float(np.median(width)) if width.size else 0.0
+
+
+def hinges(joints: np.ndarray, inside: np.ndarray) -> list[Hinge]:
+    """Where each part turns about the part it hangs from, for rest `joints` (16, 2) over
+    a mask whose inside distance is `inside` (H, W)."""
+    lengths = np.linalg.norm(joints - joints[np.maximum(PARENT_INDEX, 0)], axis=1)
+    neck = neck_point(joints, inside)
+    out = []
+    for child, (parent, joint) in HANGS_FROM.items():
+        if joint == "neck":
+            point, half_width = neck, float(_sample(inside, neck[None])[0])
+        else:
+            point, half_width = joints[JOINT_INDEX[joint]], limb_half_width(joints, inside, child)
+        bone = lengths[JOINT_INDEX[DRIVER[child]]]
+        radius = max(BACKING_WIDTHS * half_width, BACKING_BONE_SHARE * bone, 2.0)
+        out.append(Hinge(PART_INDEX[parent], PART_INDEX[child], point, radius))
+    return out
+
+
+def _seed_segments(
+    joints: np.ndarray, neck: np.ndarray
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """(part, start, end) segments whose points seed each part's region."""
+    segments = []
+    for part, bones in _SEED_BONES.items():
+        for bone in bones:
+            j = JOINT_INDEX[bone]
+            segments.append((PART_INDEX[part], joints[PARENT_INDEX[j]], joints[j]))
+    segments.append((PART_INDEX["torso"], joints[JOINT_INDEX["torso"]], neck))
+    segments.append((PART_INDEX["head"], neck, joints[JOINT_INDEX["neck"]]))
+    return segments
+
+
+def label_triangles(
+    vertices: np.ndarray,
+    triangles: np.ndarray,
+    cover: np.ndarray,
+    joints: np.ndarray,
+    neck: np.ndarray,
+) -> np.ndarray:
+    """(T,) part of each triangle: the part whose bones are nearest along the mesh.
+
+    `cover` (H, W) int: the triangle covering each pixel (-1 for none). Each bone seeds
+    the triangles its points lie on (a bone off the ink, the triangle nearest its end);
+    every other triangle takes the part of the nearest seed, walking from triangle to
+    neighbouring triangle, so a region never jumps a gap in the drawing.
+    """
+    centres = vertices[triangles].mean(axis=1)
+    seed_part = np.full(len(triangles), -1)
+    seed_dist = np.full(len(triangles), np.inf)
+    for part, a, b in _seed_segments(joints, neck):
+        steps = max(2, int(np.ceil(np.linalg.norm(b - a))) + 1)
+        hit = np.unique(_sample(cover, a + np.linspace(0, 1, steps)[:, None] * (b - a)))
+        hit = hit[hit >= 0]
+        if not len(hit):
+            hit = np.array([np.argmin(np.linalg.norm(centres - b, axis=1))])
+        # A triangle two bones pass over goes to the one that runs nearer its centre.
+        dist = _segment_distance(centres[hit], a, b)
+        better = dist < seed_dist[hit]
+        seed_part[hit[better]], seed_dist[hit[better]] = part, dist[better]
+    return _geodesic_labels(triangles, centres, seed_part)
+
+
+def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ab = b - a
+    t = np.clip(((points - a) @ ab) / max(float(ab @ ab), 1e-12), 0.0, 1.0)
+    return np.linalg.norm(points - (a + t[:, None] * ab), axis=1)
+
+
+def _geodesic_labels(triangles: np.ndarray, centres: np.ndarray, seed: np.ndarray) -> np.ndarray:
+    """Each triangle's label: that of the nearest seeded triangle (seed >= 0) by paths
+    between neighbouring triangles (through a shared edge, or at three times the cost
+    through a shared corner only), lengths between centres."""
+    neighbours = _neighbours(triangles)
+    label = seed.copy()
+    dist = np.where(seed >= 0, 0.0, np.inf)
+    heap = [(0.0, int(t)) for t in np.flatnonzero(seed >= 0)]
+    heapq.heapify(heap)
+    while heap:
+        d, t = heapq.heappop(heap)
+        if d > dist[t]:
+            continue
+        for n, cost in neighbours[t]:
+            nd = d + cost * float(np.hypot(*(centres[n] - centres[t])))
+            if nd < dist[n]:
+                dist[n], label[n] = nd, label[t]
+                heapq.heappush(heap, (nd, n))
+    label[label < 0] = PART_INDEX["torso"]  # no path from any bone: rides with the body
+    return label
+
+
+def _neighbours(triangles: np.ndarray) -> list[list[tuple[int, float]]]:
+    """Per triangle: (neighbour, cost factor): 1 across a shared edge, 3 across a shared
+    corner only."""
+    out: list[dict[int, float]] = [{} for _ in range(len(triangles))]
+    owner = np.repeat(np.arange(len(triangles)), 3)
+    corner = triangles.ravel()
+    order = np.argsort(corner, kind="stable")
+    starts = np.flatnonzero(np.r_[True, corner[order][1:] != corner[order][:-1]])
+    for group in np.split(owner[order], starts[1:]):
+        for i in group.tolist():
+            for j in group.tolist():
+                if i != j:
+                    out[i].setdefault(j, 3.0)
+    for i, j in _edge_pairs(triangles):
+        out[i][j] = out[j][i] = 1.0
+    return [list(d.items()) for d in out]
+
+
+def _edge_pairs(triangles: np.ndarray) -> list[tuple[int, int]]:
+    """Pairs of triangles that share an edge."""
+    a, b = triangles, np.roll(triangles, -1, axis=1)
+    n = int(triangles.max()) + 1
+    key = (np.minimum(a, b) * n + np.maximum(a, b)).ravel()
+    owner = np.repeat(np.arange(len(triangles)), 3)
+    order = np.argsort(key, kind="stable")
+    key, owner = key[order], owner[order]
+    same = np.flatnonzero(key[1:] == key[:-1])
+    return list(zip(owner[same].tolist(), owner[same + 1].tolist(), strict=True))
+
+
+def attach_pieces(
+    vertices: np.ndarray, triangles: np.ndarray, part: np.ndarray, joins: list[Hinge]
+) -> np.ndarray:
+    """`part` with every piece of a limb that does not reach the joint its limb turns
+    about, or is not drawn joined to the part the limb hangs from, given to the part it
+    borders most: a stroke the bone does not run along (a second arm stroke beside the
+    one the joints lie on, a foot drawn onto the body) stays with what it is drawn joined
+    to, rather than swing away from it and tear; so does a piece that alone holds two
+    stretches of the rest of the figure together. A piece is a run of triangles of one
+    part joined through edges."""
+    part = part.copy()
+    pairs = np.array(_edge_pairs(triangles)).reshape(-1, 2)
+    reach = {h.child: h for h in joins}
+    for _ in range(len(PARTS)):
+        same = pairs[part[pairs[:, 0]] == part[pairs[:, 1]]]
+        piece = _union(len(triangles), same)
+        changed = False
+        for p in np.unique(piece):
+            members = np.flatnonzero(piece == p)
+            label = int(part[members[0]])
+            hinge = reach.get(label)
+            if hinge is None or PARTS[label] == "head":
+                continue
+            inside = np.isin(pairs, members)
+            border = pairs[inside[:, 0] ^ inside[:, 1]]
+            others = part[np.where(np.isin(border[:, 0], members), border[:, 1], border[:, 0])]
+            others = others[others != label]
+            corners = vertices[np.unique(triangles[members])]
+            near = np.linalg.norm(corners - hinge.point, axis=1).min() <= _REACH * hinge.radius
+            if near and (hinge.parent in others or not others.size):
+                if not _bridges(members, label, part, pairs, len(triangles)):
+                    continue
+                others = np.array([hinge.parent])  # it holds the body together: body it is
+            if others.size:
+                part[members] = np.bincount(others).argmax()
+                changed = True
+        if not changed:
+            break
+    return part
+
+
+_REACH = 2.0  # a limb's piece reaches its joint within this many backing radii of it
+
+
+def _bridges(members: np.ndarray, label: int, part: np.ndarray, pairs: np.ndarray, n: int) -> bool:
+    """Whether the piece `members` (of part `label`) is all that joins two stretches of the
+    rest of the figure besides the limb below it (a "limb" drawn along the body's line,
+    with the body going on past its end): moved, it would tear them apart."""
+    below = {PART_INDEX[c] for c, (parent, _) in HANGS_FROM.items() if PART_INDEX[parent] == label}
+    rest = ~np.isin(part, [label, *below])
+    rest[members] = False
+    kept = pairs[rest[pairs[:, 0]] & rest[pairs[:, 1]]]
+    before = _union(n, pairs[~np.isin(part[pairs], list(below)).any(axis=1)])
+    after = _union(n, kept)
+    return len(np.unique(after[rest])) > len(np.unique(before[rest]))
+
+
+def _union(n: int, pairs: np.ndarray) -> np.ndarray:
+    """(n,) component label (its smallest member) of each of n items joined by `pairs`
+    (K, 2): every item takes the smallest label among its neighbours, and jumps along the
+    chain, until none changes."""
+    label = np.arange(n)
+    if not len(pairs):
+        return label
+    a, b = pairs[:, 0], pairs[:, 1]
+    while True:
+        smaller = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, smaller)
+        np.minimum.at(new, b, smaller)
+        new = new[new]
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
+def skirt_parts(
+    vertices: np.ndarray, triangles: np.ndarray, part: np.ndarray, joints: np.ndarray
+) -> tuple[str, ...]:
+    """The upper legs, when they are drawn joined to each other along more than
+    `SKIRT_SEAM` of the thigh (a skirt, a dress, shorts): the skirt then moves with the
+    body, and the legs below it still walk."""
+    left, right = PART_INDEX["left_upper_leg"], PART_INDEX["right_upper_leg"]
+    seam = 0.0
+    for i, j in _edge_pairs(triangles):
+        if {int(part[i]), int(part[j])} == {left, right}:
+            edge = vertices[np.intersect1d(triangles[i], triangles[j])]
+            seam += float(np.linalg.norm(edge[0] - edge[-1]))
+    lengths = np.linalg.norm(joints - joints[np.maximum(PARENT_INDEX, 0)], axis=1)
+    thigh = min(lengths[JOINT_INDEX["left_knee"]], lengths[JOINT_INDEX["right_knee"]])
+    return ("left_upper_leg", "right_upper_leg") if seam > SKIRT_SEAM * max(thigh, 1e-6) else ()
+
+
+def pivots(joins: list[Hinge], joints: np.ndarray) -> np.ndarray:
+    """(P, 2): the rest point each part turns about: its hinge's, the root for the torso."""
+    out = np.tile(joints[JOINT_INDEX["root"]], (len(PARTS), 1)).astype(np.float64)
+    for hinge in joins:
+        out[hinge.child] = hinge.point
+    return out
+
+
+@dataclass(frozen=True)
+class CutMesh:
+    """The mesh cut into parts, with the joints' backing disks."""
+
+    vertices: np.ndarray  # (N', 2)
+    triangles: np.ndarray  # (T + B, 3): the T triangles in their order, then B backing ones
+    part: np.ndarray  # (T + B,) the part each triangle moves with
+    layer: np.ndarray  # (T + B,) index into LAYERS: painter's order
+    vertex_part: np.ndarray  # (N',) the part each vertex moves with
+
+
+def cut(
+    vertices: np.ndarray, triangles: np.ndarray, part: np.ndarray, joins: list[Hinge]
+) -> CutMesh:
+    """Cut the mesh between every two parts (a vertex shared by triangles of k parts
+    becomes k vertices), and add each joint's backing: the parent's triangles within the
+    hinge's radius, copied to move with the child, painted behind every part."""
+    backing = [
+        (t, hinge.child)
+        for hinge in joins
+        for t in np.flatnonzero(
+            (part == hinge.parent)
+            & (
+                np.linalg.norm(vertices[triangles].mean(axis=1) - hinge.point, axis=1)
+                < hinge.radius
+            )
+        )
+    ]
+    mover = np.r_[part, [c for _, c in backing]].astype(np.int64)
+    source = np.r_[np.arange(len(triangles)), [t for t, _ in backing]].astype(np.int64)
+    corners = triangles[source]  # (T + B, 3)
+    # One vertex per (vertex, part moving it).
+    key = corners * len(PARTS) + mover[:, None]
+    unique, index = np.unique(key.ravel(), return_inverse=True)
+    layer = np.r_[part + 1, np.full(len(backing), BACKING)].astype(np.int64)
+    return CutMesh(
+        vertices=vertices[unique // len(PARTS)],
+        triangles=index.reshape(-1, 3).astype(np.int64),
+        part=mover,
+        layer=layer,
+        vertex_part=(unique % len(PARTS)).astype(np.int64),
+    )

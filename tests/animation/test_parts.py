@@ -1,0 +1,186 @@
+"""The drawing cut into body parts, each turned whole about its joint (animation.parts)."""
+
+import cv2
+import numpy as np
+import pytest
+
+from animation.character import Character, for_output, load_character
+from animation.distortion import measure
+from animation.joint_guard import guard_joints
+from animation.mask_warnings import mask_warnings
+from animation.motions import load_motion
+from animation.parts import LAYERS, PART_INDEX, PARTS, layer_ranks
+from animation.render import build_rig
+from animation.retarget import retarget
+from animation.skeleton import JOINT_INDEX, Skeleton
+from animation.timing import frame_schedule
+from tests.support.real_photos import real_dev
+from tests.support.rigs import VARIANTS, character, rig
+
+
+def _turn(points: np.ndarray, angle: float, centre: np.ndarray, shift=(0.0, 0.0)) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return (points - centre) @ np.array([[c, s], [-s, c]]) + centre + np.asarray(shift)
+
+
+def _pairwise(points: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(points[:, None] - points[None], axis=-1)
+
+
+@pytest.mark.parametrize("variant", [*VARIANTS, "ad"])
+def test_the_rest_pose_gives_the_rest_mesh(variant):
+    r = rig(variant)
+    posed = r.pose(r.character.skeleton.rest[None])[0]
+    np.testing.assert_allclose(posed, r.mesh.vertices, atol=1e-9)
+
+
+@pytest.mark.parametrize("angle", [0.3, -1.2, np.pi])
+def test_a_skeleton_moved_rigidly_moves_the_figure_rigidly(angle):
+    r = rig("plain")
+    rest = r.character.skeleton.rest
+    centre = rest.mean(axis=0)
+    posed = r.pose(_turn(rest, angle, centre, (25, -40))[None])[0]
+    np.testing.assert_allclose(posed, _turn(r.mesh.vertices, angle, centre, (25, -40)), atol=1e-6)
+
+
+def test_frames_are_posed_together_as_they_would_be_one_by_one():
+    r = rig("plain")
+    rng = np.random.default_rng(1)
+    frames = r.character.skeleton.rest[None] + rng.normal(0, 8, (5, 16, 2))
+    together = r.pose(frames)
+    np.testing.assert_allclose(together, np.stack([r.pose(f[None])[0] for f in frames]))
+
+
+def test_raising_a_hand_turns_the_forearm_whole_and_leaves_the_rest():
+    r = rig("plain")
+    rest = r.character.skeleton.rest
+    joints = rest.copy()
+    elbow = rest[JOINT_INDEX["left_elbow"]]
+    joints[JOINT_INDEX["left_hand"]] = _turn(rest[[JOINT_INDEX["left_hand"]]], 1.4, elbow)[0]
+    posed = r.pose(joints[None])[0]
+    moving = r.mesh.binding.part == PART_INDEX["left_lower_arm"]
+    assert moving.sum() > 10
+    moved = np.linalg.norm(posed - r.mesh.vertices, axis=1)
+    assert moved[moving].max() > 20
+    np.testing.assert_allclose(moved[~moving], 0, atol=1e-9)  # nothing else moves
+    # Whole: every distance within the forearm kept.
+    np.testing.assert_allclose(
+        _pairwise(posed[moving]), _pairwise(r.mesh.vertices[moving]), atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("variant", [*VARIANTS, "ad"])
+def test_the_mesh_is_cut_between_parts_and_each_joint_has_a_backing(variant):
+    mesh = rig(variant).mesh
+    # A vertex belongs to the triangles of one part only, the one that moves it.
+    moved_by = mesh.binding.part[mesh.triangles]
+    assert (moved_by == mesh.part[:, None]).all()
+    # The backing disks are painted first and turn with the part hanging at their joint.
+    backing = mesh.layer == LAYERS.index("backing")
+    assert backing.any() and (mesh.layer[~backing] == mesh.part[~backing] + 1).all()
+    assert set(mesh.part[backing].tolist()) <= {PART_INDEX[p] for p in PARTS if p != "torso"}
+
+
+def test_limbs_behind_the_body_are_painted_behind_it():
+    in_front = layer_ranks(np.array([[0.0, 0.0, 0.0, 0.0]]))[0]
+    assert (in_front == np.arange(len(LAYERS))).all()  # the usual order
+    behind = layer_ranks(np.array([[-0.5, 0.0, 0.0, 0.0]]))[0]  # the left hand behind the back
+    torso = behind[LAYERS.index("torso")]
+    assert behind[LAYERS.index("left_upper_arm")] < torso
+    assert behind[LAYERS.index("left_lower_arm")] < torso
+    assert behind[LAYERS.index("right_upper_arm")] > torso
+    kick = layer_ranks(np.array([[0.0, 0.0, 0.8, 0.0]]))[0]  # the left foot kicked forward
+    assert kick[LAYERS.index("left_lower_leg")] > kick[LAYERS.index("head")]
+
+
+def _arm_on_head() -> Character:
+    """`char4` (a stick figure with both arms raised beside its head) with its left forearm
+    drawn touching the head: a thick stroke of its own ink across the gap."""
+    c = load_character(real_dev("char4"))
+    texture, mask = c.texture.copy(), c.mask.astype(np.uint8)
+    hand, elbow = c.skeleton["left_hand"], c.skeleton["left_elbow"]
+    forearm = np.round(elbow + 0.6 * (hand - elbow)).astype(int)
+    head = c.skeleton["neck"].astype(int)  # the nose, inside the round head
+    ink = tuple(int(v) for v in np.median(c.texture[c.mask][:, :3], axis=0)) + (255,)
+    cv2.line(texture, tuple(forearm), tuple(head), ink, 9)
+    cv2.line(mask, tuple(forearm), tuple(head), 1, 9)
+    return Character(texture=texture, mask=mask.astype(bool), skeleton=c.skeleton)
+
+
+def test_an_arm_drawn_touching_the_head_leaves_the_face_its_shape_through_dab():
+    r = build_rig(for_output(_arm_on_head(), 256))
+    motion = load_motion("dab")
+    times, _ = frame_schedule(motion.duration_s, 15, 150)
+    report = measure(r, retarget(r.character.skeleton, motion, times))
+    head = PARTS.index("head")
+    assert 0.99 < report.squash[:, head].min() <= report.stretch[:, head].max() < 1.01
+    assert not report.flipped.any() and not report.spikes().any()
+    # The forearm still moves: it is not glued to the head.
+    arm = r.mesh.binding.part == PART_INDEX["left_lower_arm"]
+    posed = r.pose(retarget(r.character.skeleton, motion, times))
+    assert np.linalg.norm(posed[:, arm] - r.mesh.vertices[arm], axis=2).max() > 30
+
+
+def test_a_skirt_moves_with_the_body_and_the_legs_below_it_walk():
+    r = build_rig(for_output(load_character(real_dev("char2")), 256))  # a girl in a skirt
+    still = {PARTS[p] for p in r.mesh.binding.still}
+    assert still == {"left_upper_leg", "right_upper_leg"}
+    motion = load_motion("zombie")
+    times, _ = frame_schedule(motion.duration_s, 15, 150)
+    turn, _, _ = r.mesh.binding.transforms(retarget(r.character.skeleton, motion, times))
+    torso, shin = PART_INDEX["torso"], PART_INDEX["left_lower_leg"]
+    np.testing.assert_allclose(turn[:, PART_INDEX["left_upper_leg"]], turn[:, torso])
+    assert np.ptp(turn[:, shin] - turn[:, torso]) > 0.3  # radians: the shin swings
+
+
+def test_a_joint_off_the_figure_is_moved_onto_it_and_said():
+    c = character("plain")
+    joints = c.skeleton.rest.copy()
+    hand = JOINT_INDEX["left_hand"]
+    joints[hand] += (25, 0)  # onto the paper beside the hand
+    guarded = guard_joints(c.mask, joints)
+    assert guarded.moved == ("left_hand",) and guarded.still == ()
+    x, y = np.round(guarded.rest[hand]).astype(int)
+    assert c.mask[y, x]
+    assert np.linalg.norm(guarded.rest[hand] - c.skeleton.rest[hand]) < 8
+    from animation.figure_mask import FigureJoints
+
+    codes = mask_warnings(c.mask, c.mask, FigureJoints.of(Skeleton(joints)))
+    assert "joint_moved" in codes and "limb_kept_still" not in codes
+
+
+def _figure_joints(**where) -> np.ndarray:
+    """The test character's rest joints with some moved (name=(x, y))."""
+    joints = character("plain").skeleton.rest.copy()
+    for name, xy in where.items():
+        joints[JOINT_INDEX[name]] = xy
+    return joints
+
+
+def test_a_limb_whose_joints_lie_over_paper_is_kept_still_and_said():
+    c = character("plain")
+    mask = c.mask.copy()
+    # An island of ink far above the left shoulder, with the elbow and hand on it: the
+    # upper arm's bone runs over paper to get there.
+    shoulder = c.skeleton["left_shoulder"]
+    island = (int(shoulder[0]) + 55, int(shoulder[1]) - 50)
+    mask[island[1] - 4 : island[1] + 5, island[0] - 4 : island[0] + 5] = True
+    joints = _figure_joints(left_elbow=island, left_hand=(island[0] + 2, island[1] + 2))
+    guarded = guard_joints(mask, joints)
+    assert guarded.moved == () and guarded.still == ("left_upper_arm", "left_lower_arm")
+    from animation.figure_mask import FigureJoints
+
+    codes = mask_warnings(mask, mask, FigureJoints.of(Skeleton(joints)))
+    assert "limb_kept_still" in codes and "joint_moved" not in codes
+    r = build_rig(Character(c.texture, mask, Skeleton(joints)))
+    assert {PART_INDEX["left_upper_arm"], PART_INDEX["left_lower_arm"]} <= set(r.mesh.binding.still)
+
+
+def test_a_limb_inside_a_blob_is_kept_still():
+    # A Christmas tree's crown: the arm's joints deep inside a disk as wide as the arm is long.
+    mask = np.zeros((200, 200), bool)
+    cv2.circle(mask.view(np.uint8), (100, 100), 80, 1, -1)
+    joints = _figure_joints()
+    joints = 100 + (joints - joints.mean(axis=0)) * 0.3  # the whole skeleton inside the disk
+    still = set(guard_joints(mask, joints).still)
+    assert {"left_upper_arm", "right_upper_arm"} <= still
