@@ -8,9 +8,10 @@ rest pose a T-pose with the feet on the floor (y = 0). A key pose says, for a mo
 the clip, where the hips are, how the spine, neck and head turn (Euler degrees), and which
 way each limb bone points (a direction in the chest frame for arms, in the hips frame
 for legs). Every channel of the key poses is interpolated with a periodic cubic spline, so
-a clip's last frame is its first; limb directions are renormalised and turned into joint
-rotations by the shortest swing from the parent bone, which never passes a singularity
-(no bone folds back 180 degrees onto its parent).
+a clip's last frame is its first, and a pose keyed twice in a row is held still between;
+limb directions are renormalised and turned into joint rotations by the shortest swing
+from the parent bone, which never passes a singularity (no bone folds back 180 degrees
+onto its parent).
 
 To add a motion: write a function returning (duration_s, [(time_s, Pose), ...]) with the
 first key at 0 (the last key is implied, equal to the first), add it to MOTIONS, run this
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-from scipy.interpolate import CubicSpline
+from scipy.interpolate import CubicHermiteSpline, CubicSpline
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
@@ -211,7 +212,14 @@ def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]], fps: float = FP
     """The key poses as a BVH clip of this rig sampled at `fps`, last frame = first."""
     times = np.array([t for t, _ in keys] + [duration])
     values = np.stack([p.channels() for _, p in keys] + [keys[0][1].channels()])
-    spline = CubicSpline(times, values, bc_type="periodic", axis=0)
+    slopes = CubicSpline(times, values, bc_type="periodic", axis=0)(times, 1)
+    # A pose held (the same key twice in a row) is held still: no drift between its keys,
+    # so its frames are the same (and cost a GIF nothing).
+    same = np.all(values[1:] == values[:-1], axis=1)
+    held = np.r_[same, False] | np.r_[False, same]
+    held[[0, -1]] = held[0] | held[-1]  # the clip's first and last key are one
+    slopes[held] = 0.0
+    spline = CubicHermiteSpline(times, values, slopes, axis=0)
     n_frames = int(round(duration * fps)) + 1
     track = spline(np.arange(n_frames) / fps)
     hips = track[:, :3]  # sideways, lift of the lowest foot, forward
@@ -253,15 +261,17 @@ def clip_to_bvh(duration: float, keys: list[tuple[float, Pose]], fps: float = FP
 
 
 def dab() -> tuple[float, list[tuple[float, Pose]]]:
-    """Stand, dab to the left, stand, dab to the right: head dips into the bent elbow."""
+    """Stand, dab to the left, stand, dab to the right. Made for a drawn figure: the head
+    stays nearly upright (a drawn head is big and flat) and the bent arm crosses in front of
+    the chest, its forearm parallel to the straight arm, clear of the face."""
     stand = Pose(legs={s: (v(0, -1, 0), v(0, -1, 0)) for s in ("left", "right")})
-    # Dab to the figure's left: left arm straight up-out, right arm across the face with
-    # its forearm parallel to the left arm; head bowed into the right elbow.
+    # Dab to the figure's left: left arm straight up-out; right upper arm level across the
+    # chest, in front of it; right forearm up-out beside the left shoulder.
     straight = v(0.72, 0.62, 0.2)
-    across_upper = v(0.75, 0.25, 0.62)
+    across_upper = v(0.85, -0.1, 0.5)
     left_dab = Pose(
         hips=(-2.0, 0.0, 0.0),
-        turn={"Spine": (5, 0, -4), "Spine1": (6, 0, -3), "Neck": (25, 0, -20), "Head": (15, 0, -6)},
+        turn={"Spine": (4, 0, -3), "Spine1": (4, 0, -2), "Neck": (10, 0, -8), "Head": (6, 0, -4)},
         arms={"left": (straight, straight), "right": (across_upper, straight)},
         legs={"left": (v(0.25, -1, 0.1), v(0.1, -1, 0)),
               "right": (v(-0.12, -1, 0.1), v(-0.12, -1, -0.05))},
@@ -387,7 +397,7 @@ def zombie() -> tuple[float, list[tuple[float, Pose]]]:
             hips=(sway, 0.0, 0.0),
             turn={"Hips": (0, 6 * lurch, -3 * lurch),
                   "Spine": (12, -4 * lurch, -7 - 7 * lurch), "Spine1": (6, 0, -4),
-                  "Neck": (18 + 6 * lurch, 6, -14 - 4 * lurch), "Head": (8, 4, -6 - 6 * lurch)},
+                  "Neck": (18 + 6 * lurch, 6, -8 - 2 * lurch), "Head": (8, 4, -3 - 2 * lurch)},
             arms=arms,
             legs={"left": lead, "right": drag},
         )  # fmt: skip
@@ -417,7 +427,7 @@ def zombie() -> tuple[float, list[tuple[float, Pose]]]:
 
 
 MOTIONS = {
-    "dab": (dab, "a dab to each side: head into one elbow, the other arm up and out"),
+    "dab": (dab, "a dab to each side: one arm up and out, the other bent across the chest"),
     "jumping": (jumping, "crouch, take off, airborne, land, absorb"),
     "wave_hello": (wave_hello, "a friendly wave with the right hand, body swaying"),
     "zombie": (zombie, "a shambling zombie walk in place, arms stretched forward"),
