@@ -5,8 +5,18 @@
                                [--size 256] [--fps 15] [--max-frames 150]
                                [--background '#ffffff'] [--map ROLE=JOINT ...]
                                [--start S] [--end S] [--joints-out FILE.json]
-                               [--motions-dir FOLDER]
+                               [--report FILE.json] [--motions-dir FOLDER]
+    python -m animation sheet FOLDER --out SHEET.png [--motions dab,jumping,...]
+                              [--cell 160] [--motions-dir FOLDER]
     python -m animation motions [--json] [--motions-dir FOLDER]
+
+`--report` writes how far the render bends the drawing out of shape (`distortion`): per
+body part its worst local stretch and squash, flipped triangles, spikes (the figure grown
+past 1.5x its rest extent beyond what its skeleton does) and frames with a piece torn off.
+
+`sheet` lays out a contact sheet of every annotation folder in FOLDER (or FOLDER itself):
+one row a drawing, its `photo.*` if the folder has one, the rest pose, and each motion at
+its extremes (the frame farthest from rest and the one most bent out of shape).
 
 `--motions-dir` adds every `*.bvh` of FOLDER to the motion table (with an optional
 `NAME.yaml` beside each), as the gateway's MOTIONS_DIR does: a bad file fails here too.
@@ -20,6 +30,7 @@ A clip longer than --max-frames at --fps is cut to its first --max-frames frames
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -69,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--start", type=float, metavar="S", help="segment start, seconds")
     render.add_argument("--end", type=float, metavar="S", help="segment end, seconds")
     render.add_argument("--joints-out", type=Path, metavar="FILE", help="2D joints per frame, JSON")
+    render.add_argument(
+        "--report", type=Path, metavar="FILE", help="distortion per body part and frame, JSON"
+    )
     render.add_argument("--out", required=True, type=Path, help="file to write (.gif, .webp, .mp4)")
     render.add_argument("--size", type=int, default=SIZE, help="longest side, px")
     render.add_argument("--fps", type=float, default=FPS)
@@ -82,9 +96,16 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--background", default="#ffffff", help="colour behind the figure in mp4 (#rrggbb)"
     )
+    sheet = commands.add_parser("sheet", help="contact sheet: drawings at each motion's extremes")
+    sheet.add_argument("folder", type=Path, help="annotation folder, or a folder of them")
+    sheet.add_argument("--out", required=True, type=Path, help="PNG to write")
+    sheet.add_argument(
+        "--motions", default="", help="comma-separated motion names (default: every shipped one)"
+    )
+    sheet.add_argument("--cell", type=int, default=160, help="cell size, px")
     listing = commands.add_parser("motions", help="list the shipped motions")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
-    for command in (render, listing):
+    for command in (render, sheet, listing):
         command.add_argument(
             "--motions-dir", type=Path, metavar="FOLDER", help="add every *.bvh in FOLDER"
         )
@@ -169,13 +190,45 @@ def _render(args: argparse.Namespace) -> None:
     rig = build_rig(for_output(character, options.size), workers=args.workers)
     data = render_motion(rig, motion, options)
     document = joints_document(rig, motion, options) if args.joints_out else None
+    report = _report(rig, motion, options) if args.report else None
     # Written beside the target and renamed: a failure never leaves half a file behind.
     write_atomic(args.out, data)
     if document is not None:
         write_atomic(args.joints_out, joints_json(document))
+    if report is not None:
+        write_atomic(args.report, json.dumps(report, indent=1).encode())
     note = motion.plan(options.fps, options.max_frames).note()
     if note:
         print(f"note: {note}", file=sys.stderr)
+
+
+def _report(rig, motion, options) -> dict:
+    """The distortion report of `motion` as rendered for `rig` with `options`."""
+    from animation.distortion import measure
+    from animation.retarget import retarget
+
+    joints = retarget(
+        rig.character.skeleton, motion, motion.plan(options.fps, options.max_frames).times_s
+    )
+    return {"motion": motion.name, **measure(rig, joints, options.size).summary()}
+
+
+def _sheet(args: argparse.Namespace) -> None:
+    from animation.motions import load_motion
+    from animation.sheet import folder_sheet
+
+    if not 32 <= args.cell <= 512:
+        raise ValueError(f"--cell must be 32..512 px, got {args.cell}")
+    table = _table(args.motions_dir)
+    names = [n.strip() for n in args.motions.split(",") if n.strip()] or list(table)
+    motions = [load_motion(name, table=table) for name in names]
+    image, skipped = folder_sheet(args.folder, motions, args.cell)
+    for line in skipped:
+        print(f"note: left out {line}", file=sys.stderr)
+    suffix = args.out.suffix.lower() or ".png"
+    data = io.BytesIO()
+    image.save(data, format="PNG" if suffix == ".png" else suffix.lstrip(".").upper())
+    write_atomic(args.out, data.getvalue())
 
 
 def _motions(args: argparse.Namespace) -> None:
@@ -197,7 +250,7 @@ def _motions(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(_joined_values(sys.argv[1:] if argv is None else argv))
     try:
-        (_render if args.command == "render" else _motions)(args)
+        {"render": _render, "sheet": _sheet, "motions": _motions}[args.command](args)
         sys.stdout.flush()
     except BrokenPipeError:  # `| head` read what it wanted and left: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush

@@ -257,7 +257,7 @@ def test_a_command_imports_only_what_it_uses(tmp_path):
          "--out", str(tmp_path / "a.gif")]
     )  # fmt: skip
     assert "animation.render" in gif and not {"av", "animation.mp4", "animation.webp"} & gif
-    # No scipy at all (its import alone cost ~0.3 CPU-s): the ARAP solver is dense numpy,
+    # No scipy at all (its import alone cost ~0.3 CPU-s): the parts turn in numpy,
     # the mesh uses OpenCV, the facing's smoothing is numpy.
     assert "scipy" not in gif
 
@@ -281,3 +281,40 @@ def test_a_reader_that_leaves_early_is_no_error():
                          stderr=subprocess.PIPE, text=True, timeout=60)  # fmt: skip
     os.close(write)
     assert run.returncode == 0 and run.stderr == ""
+
+
+def test_report_says_how_far_the_render_bends_each_part(tmp_path):
+    out, report = tmp_path / "dab.gif", tmp_path / "dab.json"
+    argv = ["render", "--character", str(AD_CHARACTER), "--motion", "dab", "--size", "96"]
+    assert main([*argv, "--out", str(out), "--report", str(report)]) == 0
+    doc = json.loads(report.read_text())
+    assert doc["motion"] == "dab" and doc["frames"] == Image.open(out).n_frames
+    assert doc["stretch"]["head"] == doc["squash"]["head"] == 1.0  # turned whole
+    assert doc["flipped_triangles"] == doc["spike_frames"] == doc["torn_frames"] == 0
+    assert 1.0 <= doc["growth"] < 1.5
+
+
+def test_sheet_lays_out_a_row_per_drawing_and_says_what_it_left_out(tmp_path, capsys):
+    import shutil
+
+    folder = tmp_path / "drawings"
+    shutil.copytree(AD_CHARACTER, folder / "a")
+    Image.new("RGB", (40, 30), "red").save(folder / "a" / "photo.png")
+    shutil.copytree(AD_CHARACTER, folder / "b")
+    (folder / "broken").mkdir()
+    (folder / "broken" / "char_cfg.yaml").write_text("skeleton: []\n")
+    out = tmp_path / "sheet.png"
+    argv = ["sheet", str(folder), "--out", str(out), "--motions", "dab,jumping", "--cell", "64"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "left out broken" in err and "skeleton lacks joints" in err
+    sheet = Image.open(out)
+    # Two rows; the first has the photo, rest and two frames per motion (six cells).
+    assert sheet.height == 2 * (64 + 14) and sheet.width == 120 + 6 * 64
+    pixels = np.asarray(sheet.convert("RGB"))
+    assert (pixels[:64, 120 : 120 + 64] == (255, 0, 0)).all(axis=2).any()  # the photo
+    assert not (pixels[64 + 14 :, 120 : 120 + 64] == (255, 0, 0)).all(axis=2).any()
+    assert "no annotation folder" in _one_line_error(
+        capsys, ["sheet", str(folder / "broken"), "--out", str(tmp_path / "x.png")]
+    )
+    assert "--cell" in _one_line_error(capsys, [*argv[:4], "--cell", "8"])
