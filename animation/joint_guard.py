@@ -41,6 +41,11 @@ class GuardedJoints:
     moved: tuple[str, ...]  # joints moved (names from skeleton.JOINTS)
     still: tuple[str, ...]  # limbs kept still (names from parts.PARTS)
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The `mask_warnings.WARNINGS` codes that say what was changed."""
+        return ("joint_moved",) * bool(self.moved) + ("limb_kept_still",) * bool(self.still)
+
 
 def guard_joints(mask: np.ndarray, joints: np.ndarray) -> GuardedJoints:
     """Check (16, 2) skeleton `joints` against the (H, W) bool figure `mask` (same px)."""

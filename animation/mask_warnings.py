@@ -30,8 +30,6 @@ WARNINGS: dict[str, str] = {
     "joint_moved": "a joint lay off the figure; it was moved onto the figure's outline",
     "limb_kept_still": "a limb's joints do not lie along a drawn limb; it is kept still",
 }
-# The codes that say something about the mask itself (what choosing a mask weighs).
-MASK_CODES = tuple(code for code in WARNINGS if code not in ("joint_moved", "limb_kept_still"))
 TINY_SHARE, HUGE_SHARE = 0.02, 0.90  # of the crop's area
 OUTLINE_ON_INK = 0.5  # least share of the outline that lies on or next to ink
 BORDER_SHARE = 0.25  # most share of the crop's border the figure may run along
@@ -60,16 +58,6 @@ def mask_warnings(
     border = np.concatenate([mask[0], mask[-1], mask[1:-1, 0], mask[1:-1, -1]])
     if border.mean() > BORDER_SHARE:
         found.add("touches_border")
-    if (
-        figure is not None
-        and len(figure.points) == len(JOINTS)
-        and figure.head == JOINT_INDEX["neck"]
-    ):
-        guarded = guard_joints(mask, figure.points)
-        if guarded.moved:
-            found.add("joint_moved")
-        if guarded.still:
-            found.add("limb_kept_still")
     return tuple(code for code in WARNINGS if code in found)
 
 
@@ -93,3 +81,13 @@ def _outline_on_ink(mask: np.ndarray, inked: np.ndarray) -> float:
     d = 2 * ON_INK_PX + 1
     near_ink = cv2.dilate(inked.astype(np.uint8), np.ones((d, d), np.uint8)) > 0
     return float(near_ink[outline].mean())
+
+
+def joint_warnings(mask: np.ndarray, figure: FigureJoints | None) -> tuple[str, ...]:
+    """What rigging will do about the joints (`joint_guard`) on the finished (H, W) bool
+    `mask`: `joint_moved`, `limb_kept_still`. Not about the mask: choosing between two masks
+    does not weigh them. A rig says the same of its own joints (`render.Rig.warnings`), at
+    the output's resolution."""
+    if figure is None or len(figure.points) != len(JOINTS) or figure.head != JOINT_INDEX["neck"]:
+        return ()
+    return guard_joints(mask, figure.points).warnings

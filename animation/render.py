@@ -74,6 +74,7 @@ class Rig:
     texture: PalettedTexture  # the cleaned texture: palette, indices, background index
     pieces: Pieces  # the triangles frames are drawn from, back to front
     outline: np.ndarray  # (Q, N) points that, with the vertices, bound the figure's extent
+    warnings: tuple[str, ...] = ()  # what was done about the joints (joint_guard codes)
 
     def pose(self, joints: np.ndarray) -> np.ndarray:
         """(F, 16, 2) joint positions in texture px -> (F, N, 2) mesh vertices, all frames
@@ -109,6 +110,7 @@ def build_rig(
         texture=texture,
         pieces=pieces,
         outline=outline,
+        warnings=guarded.warnings,
     )
 
 

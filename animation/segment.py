@@ -24,7 +24,7 @@ import numpy as np
 
 from animation import morph
 from animation.figure_mask import FigureJoints, FinishedMask, fill_holes, finish_mask
-from animation.mask_warnings import MASK_CODES
+from animation.mask_warnings import WARNINGS
 from animation.paper import InkMap, ink_map
 from animation.skeleton import Skeleton
 
@@ -152,12 +152,12 @@ def _holds(mask: np.ndarray, points: np.ndarray) -> int:
 
 def _severity(warnings: tuple[str, ...]) -> tuple[int, bool]:
     """How serious `warnings` are, to compare: the most serious code's rank (0 for none,
-    higher for a more serious one; MASK_CODES is in that order), then whether the figure is
+    higher for a more serious one; WARNINGS is in that order), then whether the figure is
     tiny. Where both masks share their most serious warning, a speck is the worse (joints
     dragged off the figure: OpenCV keeps the figure, the segmenter's mask finished against
     those joints keeps a sliver, and the rig refuses a sliver). The other warnings do not
     break ties: on the held-out synthetic sets that chose OpenCV's mask where the
     segmenter's was the better (the gateway's masks got worse on the held-out styles)."""
-    order = list(MASK_CODES)
-    rank = max((len(order) - order.index(c) for c in warnings if c in order), default=0)
+    order = list(WARNINGS)
+    rank = max((len(order) - order.index(code) for code in warnings), default=0)
     return rank, "figure_tiny" in warnings

@@ -56,7 +56,9 @@ FIGURE_MASKS = Counter(
     ["source"],
 )
 FIGURE_WARNINGS = Counter(
-    "gateway_figure_warnings_total", "Figure masks that looked implausible, by warning code",
+    "gateway_figure_warnings_total",
+    "Figure masks that looked implausible, and figures whose joints rigging changed, by "
+    "warning code",
     ["code"],
 )  # fmt: skip
 CROPS_GROWN = Counter(

@@ -131,8 +131,13 @@ class AnimationPipeline:
         else:
             with self.admission.admit(client) as waited_s:
                 timer.add("queue", waited_s)
-                files, figure = self._render(job, missing, segmenter, timer, client)
-                warnings = figure.mask.warnings
+                files, figure, rigged = self._render(job, missing, segmenter, timer, client)
+                warnings = figure.mask.warnings + rigged
+                for code in rigged:
+                    metrics.FIGURE_WARNINGS.labels(code).inc()
+                if rigged:
+                    log.warning("figure's joints changed to rig it: %s", ",".join(rigged),
+                                extra={"warnings": list(rigged)})  # fmt: skip
                 if segmenter and not figure.mask.consulted:
                     fallback = self.keys(job, segmenter=False)
                     keys |= {m: fallback[m] for m in missing}
@@ -155,7 +160,8 @@ class AnimationPipeline:
 
     def _render(
         self, job: AnimateRequest, motions: list[str], segmenter: bool, timer: StageTimer, client
-    ) -> tuple[dict, Figure]:
+    ) -> tuple[dict, Figure, tuple[str, ...]]:
+        """The files of `motions`, the figure, and what rigging did about its joints."""
         upload = job.motion_upload
         todo: list[str | Motion] = list(motions)
         if upload is not None and upload.name in motions:
@@ -168,12 +174,14 @@ class AnimationPipeline:
             todo[motions.index(upload.name)] = custom
         figure = self.figures.find(job.image, job.options.figure, timer, client,
                                    segmenter=segmenter)  # fmt: skip
-        return self._animate(figure, todo, job.options, timer, client), figure
+        files, rigged = self._animate(figure, todo, job.options, timer, client)
+        return files, figure, rigged
 
     def _animate(
         self, figure: Figure, motions: list[str | Motion], options, timer: StageTimer, client
-    ) -> dict:
-        """A file's bytes per motion, the motions shared out over the idle render workers."""
+    ) -> tuple[dict, tuple[str, ...]]:
+        """A file's bytes per motion, the motions shared out over the idle render workers,
+        and what rigging did about the figure's joints (every worker rigs the same)."""
         chunks = _split(motions, max(1, self.pool.idle))
         render = RenderOptions(
             size=options.size, fps=options.fps, format=options.format,
@@ -203,4 +211,5 @@ class AnimationPipeline:
         rig = min(wall, max(r.rig_s for r in results))
         timer.add("rig", rig)
         timer.add("render", wall - rig)
-        return {name: data for r in results for name, data in r.files.items()}
+        files = {name: data for r in results for name, data in r.files.items()}
+        return files, results[0].warnings

@@ -28,7 +28,7 @@ from animation.bvh import UPLOAD_LIMITS, parse_bvh_bytes
 from animation.figure import Crop, character_of, choose_mask, grown_box, rig_for
 from animation.figure_mask import FigureJoints
 from animation.images import InvalidImage, decode_image, decode_mask
-from animation.mask_warnings import mask_warnings
+from animation.mask_warnings import joint_warnings, mask_warnings
 from animation.motions import Motion, MotionSpec, load_motion, motion_from_bvh, motion_table
 from animation.paper import ink_map
 from animation.render import RenderOptions, render_motion
@@ -155,11 +155,17 @@ def find_mask(job: MaskJob) -> FigureMask:
             unusable = "bad_mask"
         found = choose_mask(job.crop, job.keypoints, learned=raw)
         mask, warnings, source = found.mask, found.warnings, found.source
+        if job.annotate:  # what rigging will do about the joints, for the person to fix
+            warnings += joint_warnings(mask, FigureJoints.of(job.keypoints))
         consulted = job.learned is not None and unusable is None  # "": it saw no figure
     else:
         mask = _given_mask(job.given, job.where.box, job.scale)
         figure = FigureJoints.of(job.keypoints)
-        warnings = mask_warnings(mask, ink_map(job.crop).ink, figure) if job.annotate else ()
+        warnings = (
+            mask_warnings(mask, ink_map(job.crop).ink, figure) + joint_warnings(mask, figure)
+            if job.annotate
+            else ()
+        )
         source = "given"
     if not job.annotate:
         return FigureMask(mask, warnings, source=source, unusable=unusable, consulted=consulted)
@@ -235,6 +241,7 @@ class RenderResult:
     files: dict[str, bytes]  # motion -> the file's bytes, in the requested format
     rig_s: float  # joints checked, texture cleaned, mesh cut into parts
     render_s: float  # all motions of this task
+    warnings: tuple[str, ...] = ()  # what rigging did about the joints (joint_guard codes)
 
 
 def render(job: RenderJob) -> RenderResult:
@@ -246,4 +253,4 @@ def render(job: RenderJob) -> RenderResult:
     rigged = time.perf_counter()
     loaded = [m if isinstance(m, Motion) else _motion(m, job.motions_dir) for m in job.motions]
     files = {motion.name: render_motion(rig, motion, job.options) for motion in loaded}
-    return RenderResult(files, rigged - start, time.perf_counter() - rigged)
+    return RenderResult(files, rigged - start, time.perf_counter() - rigged, rig.warnings)

@@ -66,6 +66,21 @@ def test_a_tight_upload_shows_the_models_paper_and_their_answers_come_back_onto_
     assert where.mask_from_seen(mask).shape == crop.shape[:2]
 
 
+def test_the_rig_says_what_it_did_about_the_joints(sample):
+    rgb, keypoints, bbox = sample
+    where = crop_for(bbox, rgb.shape[1::-1], hold=keypoints)
+    crop = where.pixels(rgb)
+    joints = keypoints - where.box[:2]
+    mask = choose_mask(crop, joints).mask
+    assert rig_for(character_of(crop, joints, mask), 128).warnings == ()
+    # The left wrist (COCO 9) placed on the paper in the crop's corner: rigging moves it
+    # onto the figure, and says so; choosing the mask does not weigh it.
+    off = joints.copy()
+    off[9] = (2.0, 2.0)
+    assert "joint_moved" in rig_for(character_of(crop, off, mask), 128).warnings
+    assert "joint_moved" not in choose_mask(crop, off).warnings
+
+
 def test_the_mask_is_opencvs_unless_a_learned_one_is_given(sample):
     rgb, keypoints, bbox = sample
     where = crop_for(bbox, rgb.shape[1::-1], hold=keypoints)

@@ -133,6 +133,31 @@ def test_an_implausible_mask_is_named_in_a_header_and_counted(gateway):
     assert '"figure mask looks implausible' in gateway.log_text()
 
 
+def test_a_joint_rigging_moved_onto_the_figure_is_named_in_the_header_and_counted(gateway):
+    d = plain_drawing(6)
+    # The service's own outline of the drawing, then the same with the left wrist (COCO 9)
+    # put on the paper in the box's corner: the mask is used as given, so the rig moves the
+    # wrist onto the figure, and says so.
+    outline = requests.post(f"{gateway.url}/annotate", timeout=60,
+                            files={"image": ("drawing.png", d.png, "image/png")},
+                            data=model_free_form(d)).json()["mask"]  # fmt: skip
+    keypoints = np.asarray(d.keypoints, float)
+    keypoints[9] = (outline["box"][0] + 1, outline["box"][1] + 1)
+    before = counters(gateway.url, "gateway_figure_warnings_total")
+    reply = requests.post(
+        f"{gateway.url}/animate",
+        files={"image": ("drawing.png", d.png, "image/png")},
+        data=model_free_form(d, motions="dab", max_frames=4, size=96)
+        | {"keypoints": json.dumps(keypoints.tolist()), "mask": json.dumps(outline)},
+        timeout=60,
+    )
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["X-Figure-Warnings"].split(",") == ["joint_moved"]
+    after = counters(gateway.url, "gateway_figure_warnings_total")
+    assert after["joint_moved"] == before.get("joint_moved", 0) + 1
+    assert "figure's joints changed to rig it: joint_moved" in gateway.log_text()
+
+
 def test_a_figure_the_detector_boxed_in_part_is_cropped_again_around_all_of_it(
     gateway, torchserve_server
 ):
