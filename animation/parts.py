@@ -22,7 +22,6 @@ line when a joint estimate misses the ink. So the figure moves like a paper pupp
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,7 +75,7 @@ _SEED_BONES: dict[str, tuple[str, ...]] = {
 }
 # A joint's backing disk: this many of the joining limb's half-widths (at least this share
 # of its bone), measured a little way along the limb, clear of the body.
-BACKING_WIDTHS, BACKING_BONE_SHARE = 1.5, 0.15
+BACKING_WIDTHS, BACKING_BONE_SHARE = 1.0, 0.1
 _LIMB_WIDTH_AT = (0.25, 0.6)  # shares of the way along a limb's bone its width is taken at
 # Upper legs joined along a seam longer than this share of the thigh's bone are a skirt.
 SKIRT_SEAM = 0.5
@@ -153,25 +152,28 @@ _LIMB_LAYERS = (
 
 
 def layer_ranks(depths: np.ndarray) -> np.ndarray:
-    """(F, 4) limb depths (`retarget.limb_depths`: hands then feet, left first) -> (F, L)
-    painter's rank of each of `LAYERS` per frame: a limb behind the body is painted just
-    after the backing, one in front of it after the head, each limb's parts in their order."""
+    """(F, 4) limb depths (`retarget.retarget_with_depths`: hands then feet, left first) ->
+    (F, L) painter's rank of each of `LAYERS` per frame: the backing first, then limbs
+    behind the body, the torso, the head, limbs in front. A limb's two parts share a rank
+    (where they overlap, at the bent joint, either is the same limb's ink): fewer ranks,
+    fewer passes of the rasteriser."""
     frames = len(depths)
     behind = np.zeros((frames, 4), bool)
     behind[:, :2] = depths[:, :2] < ARM_BEHIND
     behind[:, 2:] = depths[:, 2:] < LEG_IN_FRONT
-    # Sort key per layer: the backing first, then limbs behind, the torso, the head, then
-    # limbs in front; ties keep LAYERS' order.
-    key = np.zeros((frames, len(LAYERS)))
-    key[:, LAYERS.index("torso")] = 2
-    key[:, LAYERS.index("head")] = 3
+    # Sort key per group of layers (the backing, each limb, the torso, the head); ties keep
+    # the groups' order.
+    groups = [("backing",), *_LIMB_LAYERS[2:], ("torso",), ("head",), *_LIMB_LAYERS[:2]]
+    key = np.zeros((frames, len(groups)))
+    key[:, groups.index(("torso",))] = 2
+    key[:, groups.index(("head",))] = 3
     for limb, layers in enumerate(_LIMB_LAYERS):
-        for name in layers:
-            key[:, LAYERS.index(name)] = np.where(behind[:, limb], 1, 4)
-    order = np.argsort(key + np.arange(len(LAYERS)) / 100, axis=1, kind="stable")
-    ranks = np.empty_like(order)
-    np.put_along_axis(ranks, order, np.arange(len(LAYERS))[None], axis=1)
-    return ranks
+        key[:, groups.index(layers)] = np.where(behind[:, limb], 1, 4)
+    order = np.argsort(key + np.arange(len(groups)) / 100, axis=1, kind="stable")
+    group_rank = np.empty_like(order)
+    np.put_along_axis(group_rank, order, np.arange(len(groups))[None], axis=1)
+    group_of = [next(g for g, names in enumerate(groups) if layer in names) for layer in LAYERS]
+    return group_rank[:, group_of]
 
 
 def _rotate(vectors: np.ndarray, angle: np.ndarray) -> np.ndarray:
@@ -287,41 +289,44 @@ def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.nd
 def _geodesic_labels(triangles: np.ndarray, centres: np.ndarray, seed: np.ndarray) -> np.ndarray:
     """Each triangle's label: that of the nearest seeded triangle (seed >= 0) by paths
     between neighbouring triangles (through a shared edge, or at three times the cost
-    through a shared corner only), lengths between centres."""
-    neighbours = _neighbours(triangles)
+    through a shared corner only), lengths between centres. Relaxed over every pair at once
+    until no path shortens (as many rounds as the longest path has steps)."""
+    a, b, cost = _neighbours(triangles)
+    length = cost * np.linalg.norm(centres[a] - centres[b], axis=1)
+    a, b, length = np.r_[a, b], np.r_[b, a], np.r_[length, length]
     label = seed.copy()
     dist = np.where(seed >= 0, 0.0, np.inf)
-    heap = [(0.0, int(t)) for t in np.flatnonzero(seed >= 0)]
-    heapq.heapify(heap)
-    while heap:
-        d, t = heapq.heappop(heap)
-        if d > dist[t]:
-            continue
-        for n, cost in neighbours[t]:
-            nd = d + cost * float(np.hypot(*(centres[n] - centres[t])))
-            if nd < dist[n]:
-                dist[n], label[n] = nd, label[t]
-                heapq.heappush(heap, (nd, n))
+    while True:
+        through = dist[a] + length
+        better = np.flatnonzero(through < dist[b] - 1e-9)
+        if not len(better):
+            break
+        # Per triangle reached, its shortest way in this round.
+        better = better[np.lexsort((through[better], b[better]))]
+        first = better[np.r_[True, b[better][1:] != b[better][:-1]]]
+        dist[b[first]], label[b[first]] = through[first], label[a[first]]
     label[label < 0] = PART_INDEX["torso"]  # no path from any bone: rides with the body
     return label
 
 
-def _neighbours(triangles: np.ndarray) -> list[list[tuple[int, float]]]:
-    """Per triangle: (neighbour, cost factor): 1 across a shared edge, 3 across a shared
-    corner only."""
-    out: list[dict[int, float]] = [{} for _ in range(len(triangles))]
-    owner = np.repeat(np.arange(len(triangles)), 3)
+def _neighbours(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs (a, b) of neighbouring triangles, each once, and the cost factor of the step:
+    1 across a shared edge, 3 across a shared corner only."""
     corner = triangles.ravel()
+    owner = np.repeat(np.arange(len(triangles)), 3)
     order = np.argsort(corner, kind="stable")
-    starts = np.flatnonzero(np.r_[True, corner[order][1:] != corner[order][:-1]])
-    for group in np.split(owner[order], starts[1:]):
-        for i in group.tolist():
-            for j in group.tolist():
-                if i != j:
-                    out[i].setdefault(j, 3.0)
-    for i, j in _edge_pairs(triangles):
-        out[i][j] = out[j][i] = 1.0
-    return [list(d.items()) for d in out]
+    corner, owner = corner[order], owner[order]
+    pairs = []
+    for step in range(1, int(np.bincount(corner).max())):  # the most triangles at a corner
+        same = np.flatnonzero(corner[step:] == corner[:-step])
+        pairs.append(np.column_stack([owner[same], owner[same + step]]))
+    pairs = np.sort(np.vstack([np.zeros((0, 2), np.int64), *pairs]), axis=1)
+    edge = np.sort(np.array(_edge_pairs(triangles), np.int64).reshape(-1, 2), axis=1)
+    key = pairs[:, 0] * len(triangles) + pairs[:, 1]
+    key, first = np.unique(key, return_index=True)
+    pairs = pairs[first]
+    cost = np.where(np.isin(key, edge[:, 0] * len(triangles) + edge[:, 1]), 1.0, 3.0)
+    return pairs[:, 0], pairs[:, 1], cost
 
 
 def _edge_pairs(triangles: np.ndarray) -> list[tuple[int, int]]:

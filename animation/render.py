@@ -30,7 +30,7 @@ from animation.rasterise import (
     outline_weights,
     rasterise,
 )
-from animation.retarget import limb_depths, retarget
+from animation.retarget import retarget_with_depths
 from animation.skeleton import Skeleton
 from animation.texture import PalettedTexture, clean_texture
 from animation.timing import frame_schedule
@@ -240,8 +240,8 @@ def render_motion_timed(
     """`render_motion`, adding each stage's seconds to `timings`."""
     clock = _Clock(timings)
     times_s, delays_cs = frame_schedule(motion.duration_s, options.fps, options.max_frames)
-    joints = retarget(rig.character.skeleton, motion, times_s)
-    ranks = layer_ranks(limb_depths(motion, times_s))
+    joints, depths = retarget_with_depths(rig.character.skeleton, motion, times_s)
+    ranks = layer_ranks(depths)
     clock.lap("retarget")
     return render_joints(rig, joints, delays_cs, options, timings, ranks)
 

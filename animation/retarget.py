@@ -237,22 +237,18 @@ def _upright_head(skeleton: Skeleton, direction: np.ndarray) -> np.ndarray:
     return out
 
 
-def limb_depths(motion: Motion, times_s: np.ndarray) -> np.ndarray:
+def _limb_depths(motion: Motion, axes: BodyAxes, times_s: np.ndarray) -> np.ndarray:
     """(F, 4): how far in front of the chest (+) or behind it (-) each limb's end is, per
     frame, for the left and right hand, then the left and right foot, in leg lengths.
     Depth is along the way the performer faces, whatever view a group is drawn in: a hand
     behind the back is behind the body however the arms are seen."""
-    times_s = np.asarray(times_s, dtype=np.float64)
-    motion = _frames_used(motion, times_s)
     pos = motion.bvh.positions
-    axes = motion_axes(motion)
     roles = motion.roles
     ends = [roles[f"{side}_{end}"] for end in ("hand", "foot") for side in ("left", "right")]
     forward = axes.body_coords(pos[:, ends] - pos[:, [roles["chest"]]])[..., 2]  # (S, 4)
     legs = [(roles[f"{s}_hip"], roles[f"{s}_knee"], roles[f"{s}_foot"]) for s in ("left", "right")]
-    return _interpolate(forward, motion.bvh.frame_time, times_s) / max(
-        _leg_length(pos[0], legs), 1e-12
-    )
+    depth = _interpolate(forward, motion.bvh.frame_time, times_s)
+    return depth / max(_leg_length(pos[0], legs), 1e-12)
 
 
 def _frames_used(motion: Motion, times_s: np.ndarray) -> Motion:
@@ -266,6 +262,15 @@ def _frames_used(motion: Motion, times_s: np.ndarray) -> Motion:
 
 def retarget(skeleton: Skeleton, motion: Motion, times_s: np.ndarray) -> np.ndarray:
     """Character joint positions (F, 16, 2) in the texture's pixels at each time (s)."""
+    return retarget_with_depths(skeleton, motion, times_s)[0]
+
+
+def retarget_with_depths(
+    skeleton: Skeleton, motion: Motion, times_s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """`retarget`'s joints (F, 16, 2), and how far each limb's end is in front of the
+    chest (F, 4: hands then feet, left first, in leg lengths; + in front): what the
+    painter's order per frame is taken from (`parts.layer_ranks`)."""
     times_s = np.asarray(times_s, dtype=np.float64)
     motion = _frames_used(motion, times_s)
     pos = motion.bvh.positions
@@ -297,4 +302,4 @@ def retarget(skeleton: Skeleton, motion: Motion, times_s: np.ndarray) -> np.ndar
     ground = rest[feet, 1].max()
     lowest = pose[:, feet, 1].max(axis=1)
     root = np.stack([rest[0, 0] + dx, ground - lowest - lift * scale], axis=1)
-    return pose + root[:, None, :]
+    return pose + root[:, None, :], _limb_depths(motion, axes, times_s)
