@@ -260,7 +260,7 @@ def build_mesh(
     inside = _inside_distance(meshed)
     neck = neck_point(joints, inside)
     joins = hinges(joints, inside)
-    part = label_triangles(vertices, triangles, label, joints, neck)
+    part = label_triangles(vertices, triangles, label, joints, neck, inside)
     part = attach_pieces(vertices, triangles, part, joins)
     pieces = cut(vertices, triangles, part, joins)
     return Mesh(

@@ -256,10 +256,12 @@ def label_triangles(
     cover: np.ndarray,
     joints: np.ndarray,
     neck: np.ndarray,
+    inside: np.ndarray,
 ) -> np.ndarray:
     """(T,) part of each triangle: the part whose bones are nearest along the mesh.
 
-    `cover` (H, W) int: the triangle covering each pixel (-1 for none). Each bone seeds
+    `cover` (H, W) int: the triangle covering each pixel (-1 for none); `inside` (H, W):
+    the mask's inside distance. Each bone seeds
     the triangles its points lie on (a bone off the ink, the triangle nearest its end);
     every other triangle takes the part of the nearest seed, walking from triangle to
     neighbouring triangle, so a region never jumps a gap in the drawing.
@@ -267,9 +269,19 @@ def label_triangles(
     centres = vertices[triangles].mean(axis=1)
     seed_part = np.full(len(triangles), -1)
     seed_dist = np.full(len(triangles), np.inf)
+    face = joints[JOINT_INDEX["neck"]]
+    head_reach = np.linalg.norm(face - neck)
     for part, a, b in _seed_segments(joints, neck):
         steps = max(2, int(np.ceil(np.linalg.norm(b - a))) + 1)
-        hit = np.unique(_sample(cover, a + np.linspace(0, 1, steps)[:, None] * (b - a)))
+        points = a + np.linspace(0, 1, steps)[:, None] * (b - a)
+        if PARTS[part] in HANGS_FROM and PARTS[part] != "head":
+            # A limb's bone starts at a joint drawn inside its parent (a shoulder inside a
+            # round body, under a big head): only where it has left the parent, and is off
+            # the head, does it mark the limb.
+            clear = np.linalg.norm(points - a, axis=1) > float(_sample(inside, a[None])[0])
+            clear &= np.linalg.norm(points - face, axis=1) > head_reach
+            points = points[clear] if clear.any() else points[-1:]
+        hit = np.unique(_sample(cover, points))
         hit = hit[hit >= 0]
         if not len(hit):
             hit = np.array([np.argmin(np.linalg.norm(centres - b, axis=1))])
