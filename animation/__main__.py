@@ -16,7 +16,7 @@ past 1.5x its rest extent beyond what its skeleton does) and frames with a piece
 
 `sheet` lays out a contact sheet of every annotation folder in FOLDER (or FOLDER itself):
 one row a drawing, its `photo.*` if the folder has one, the rest pose, and each motion at
-its extremes (the frame farthest from rest and the one most bent out of shape).
+its extremes (the frame farthest from the clip's first and the one most bent out of shape).
 
 `--motions-dir` adds every `*.bvh` of FOLDER to the motion table (with an optional
 `NAME.yaml` beside each), as the gateway's MOTIONS_DIR does: a bad file fails here too.

@@ -2,8 +2,8 @@
 the rest pose, and each motion at its extremes, so a person sees at a glance what a motion
 does to each drawing where it does the most (a first frame hides most of it).
 
-Per motion two frames: the one farthest from the rest pose (a dab at its deepest, a jump
-at its top) and the one the motion bends most out of shape (`distortion`), or the next
+Per motion two frames: the one farthest from the clip's first (a dab at its deepest, a
+jump at its top) and the one the motion bends most out of shape (`distortion`), or the next
 farthest when that is the same frame. Each cell is drawn at the cell's size from one
 camera per motion, so a limb stretched across the picture shows as a shrunken figure.
 """
@@ -41,9 +41,9 @@ class Row:
 
 def extreme_frames(rig: Rig, joints: np.ndarray) -> list[tuple[int, str]]:
     """(frame, why) of the two frames of (F, 16, 2) `joints` worth looking at: the deepest
-    (farthest from rest, jumps included) and the most bent out of shape."""
-    rest = rig.character.skeleton.rest
-    depth = np.linalg.norm(joints - rest, axis=2).sum(axis=1)
+    (farthest from the clip's first frame, jumps included: a figure drawn with its arms up
+    is farthest from its drawing when it merely stands) and the most bent out of shape."""
+    depth = np.linalg.norm(joints - joints[0], axis=2).sum(axis=1)
     report = measure(rig, joints)
     worst = np.nan_to_num(report.stretch, nan=1.0).max(axis=1) / np.maximum(
         np.nan_to_num(report.squash, nan=1.0).min(axis=1), 1e-3
