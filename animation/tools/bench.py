@@ -1,6 +1,6 @@
-"""Benchmark: `python -m animation.tools.bench [--runs 5] [--real DIR] [--quick]`.
+"""Benchmark: `python -m animation.tools.bench [--runs 5] [--real DIR] [--quick] [--shape DIR]`.
 
-Three parts, each case in a fresh process so that its peak RSS is its own:
+Four parts, each case in a fresh process so that its peak RSS is its own:
 
 1. the project's generated character (`testchar.draw_character`), in process, per stage:
    every shipped motion at the defaults (256 px, 15 fps, one thread, as a gateway worker
@@ -19,6 +19,10 @@ Three parts, each case in a fresh process so that its peak RSS is its own:
    the bytes main's renderer wrote before the texture was cleaned (commit a23a430, in
    `TODAY_GIF_BYTES`: target at least 3x smaller) and WebP's ratio to the GIF (target at
    most 0.5). The MP4 is decoded back: frame count and duration.
+
+4. the shape the shipped motions leave the real drawings in (`animation.distortion`): per
+   drawing and motion, spike and torn frames, flipped triangles, the head's local scale and
+   the torso's worst stretch, against the bounds the tests hold (every clip in bounds).
 
 Prints medians and the ratios to the targets; a missing real-drawing folder is said, not
 skipped silently. Wall times on a shared machine are noisy: quote them with the load.
@@ -297,16 +301,81 @@ def bench_defaults(characters: dict[str, Path], tmp: Path) -> None:
     )
 
 
+def bench_shape(characters: dict[str, Path]) -> list[dict]:
+    """4. What every shipped motion does to the real drawings' shape (animation.distortion),
+    at the defaults: spikes, pieces torn off, flipped triangles, the head's local scale
+    and the torso's worst stretch. Target: every clip within the bounds the tests hold."""
+    import numpy as np
+
+    from animation.character import for_output, load_character
+    from animation.distortion import HEAD_SCALE, TORSO_STRETCH, measure
+    from animation.motions import load_motion
+    from animation.parts import PARTS
+    from animation.render import build_rig
+    from animation.retarget import retarget
+
+    print("\nshape kept (distortion per clip; head scale within 0.9-1.1, torso stretch <= 1.5):")
+    head, torso = PARTS.index("head"), PARTS.index("torso")
+    rows = []
+    for name, folder in characters.items():
+        try:
+            rig = build_rig(for_output(load_character(folder), 256))
+        except ValueError as exc:  # no humanoid skeleton, nothing to mesh
+            print(f"  {name:<9} left out: {exc}")
+            continue
+        for motion in MOTIONS:
+            clip = load_motion(motion)
+            joints = retarget(rig.character.skeleton, clip, clip.plan(15, 150).times_s)
+            d = measure(rig, joints)
+            row = {
+                "drawing": name,
+                "motion": motion,
+                "spike_frames": int(d.spikes().sum()),
+                "torn_frames": int((d.torn > 0).sum()),
+                "flipped": int(d.flipped.max(initial=0)),
+                # A part with no triangle (no head drawn) cannot be bent: 1.
+                "head": (
+                    float(np.nan_to_num(d.squash[:, head], nan=1.0).min()),
+                    float(np.nan_to_num(d.stretch[:, head], nan=1.0).max()),
+                ),
+                "torso": float(np.nan_to_num(d.stretch[:, torso], nan=1.0).max()),
+            }
+            row["ok"] = (
+                not row["spike_frames"] and not row["torn_frames"] and not row["flipped"]
+                and HEAD_SCALE[0] <= row["head"][0] <= row["head"][1] <= HEAD_SCALE[1]
+                and row["torso"] <= TORSO_STRETCH
+            )  # fmt: skip
+            rows.append(row)
+            print(
+                f"  {name:<9} {motion:<10} spikes {row['spike_frames']:>2}  torn {row['torn_frames']:>2}"
+                f"  flipped {row['flipped']:>2}  head {row['head'][0]:.2f}-{row['head'][1]:.2f}"
+                f"  torso {row['torso']:.2f}  {'ok' if row['ok'] else 'OUT OF BOUNDS'}"
+            )
+    if rows:
+        kept = sum(r["ok"] for r in rows)
+        print(f"  clips in bounds: {kept} / {len(rows)} = {kept / len(rows):.2f} (target 1.00)")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m animation.tools.bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="runs of each timed case")
     parser.add_argument("--real", type=Path, default=REAL_DRAWINGS, help="real drawings' folder")
     parser.add_argument("--quick", action="store_true", help="skip the defaults table (3.)")
+    parser.add_argument(
+        "--shape", type=Path, metavar="DIR",
+        help="only part 4, on every annotation folder in DIR (gateway.tools.characters)",
+    )  # fmt: skip
     parser.add_argument("--case", choices=("default", "same_work"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.case:
         _child(args.case, args.runs)
         return 0
+    if args.shape:
+        from animation.sheet import character_folders
+
+        rows = bench_shape({folder.name: folder for folder in character_folders(args.shape)})
+        return 0 if rows else 1
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     bench_synthetic(args.runs)
     print(f"\nreal drawings from {args.real}:")
@@ -317,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
             bench_same_work(characters["char1"], args.runs, tmp)
         else:
             print("  the same-work case needs char1: not run")
+        bench_shape(dict(characters))
         if not args.quick:
             characters["sample"] = build_sample_character(tmp / "sample")
             bench_defaults(characters, tmp)

@@ -1,6 +1,8 @@
 """The benchmark's own parts: the character it builds from the sample photo, the
 whole-process measurement of a CLI run, and what it says about missing real drawings."""
 
+import pytest
+
 from animation.character import load_character
 from animation.tools import bench
 from tests.support.rigs import AD_CHARACTER
@@ -45,3 +47,11 @@ def test_the_mp4_check_decodes_frames_and_duration(tmp_path):
     )  # fmt: skip
     frames, seconds = bench.mp4_plays(out)
     assert frames == 33 and abs(seconds - 2.2) < 0.01
+
+
+def test_the_shape_section_measures_every_motion_and_says_what_is_out_of_bounds(capsys):
+    rows = bench.bench_shape({"ad": AD_CHARACTER})
+    assert [r["motion"] for r in rows] == list(bench.MOTIONS)
+    assert all(r["ok"] and r["head"] == pytest.approx((1.0, 1.0)) for r in rows), rows
+    out = capsys.readouterr().out
+    assert "clips in bounds: 4 / 4 = 1.00" in out and "OUT OF BOUNDS" not in out
