@@ -470,18 +470,20 @@ def cut(
 ) -> CutMesh:
     """Cut the mesh between every two parts (a vertex shared by triangles of k parts
     becomes k vertices), and add each joint's backing: the parent's triangles within the
-    hinge's radius, copied to move with the child, painted behind every part."""
-    backing = [
-        (t, hinge.child)
-        for hinge in joins
-        for t in np.flatnonzero(
-            (part == hinge.parent)
-            & (
-                np.linalg.norm(vertices[triangles].mean(axis=1) - hinge.point, axis=1)
-                < hinge.radius
-            )
-        )
-    ]
+    hinge's radius and along the seam, copied to move with the child, painted behind every
+    part."""
+    centres = vertices[triangles].mean(axis=1)
+    backing = []
+    for hinge in joins:
+        # Along the whole seam too: where a limb is drawn against its parent, the strip of
+        # the parent beside it turns with it, so no crack of paper opens between them.
+        on_seam = np.zeros(len(vertices), bool)
+        on_seam[triangles[part == hinge.child].ravel()] = True
+        near = np.linalg.norm(centres - hinge.point, axis=1) < hinge.radius
+        beside = on_seam[triangles].any(axis=1)
+        backing += [
+            (t, hinge.child) for t in np.flatnonzero((part == hinge.parent) & (near | beside))
+        ]
     mover = np.r_[part, [c for _, c in backing]].astype(np.int64)
     source = np.r_[np.arange(len(triangles)), [t for t, _ in backing]].astype(np.int64)
     corners = triangles[source]  # (T + B, 3)
