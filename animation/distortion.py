@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 
 from animation.parts import PARTS
-from animation.rasterise import rasterise
+from animation.rasterise import affine_maps, rasterise
 from animation.render import Rig, frame_geometry
 
 # A triangle this small (against the median) carries a pixel or two: its map is noise.
@@ -80,7 +80,7 @@ def measure(rig: Rig, joints: np.ndarray, size: int = 256) -> Distortion:
     tri = rig.mesh.triangles
     rest = rest_vertices[tri]  # (T, 3, 2)
     posed = vertices[:, tri]  # (F, T, 3, 2)
-    linear = _linear_maps(rest, posed)  # (F, T, 2, 2)
+    linear = affine_maps(rest, posed)[..., :2]  # (F, T, 2, 2); NaN for a flat rest triangle
     area = np.abs(_cross(rest[:, 1] - rest[:, 0], rest[:, 2] - rest[:, 0])) / 2
     real = area >= _SLIVER * np.median(area)
     sigma = np.linalg.svd(linear[:, real], compute_uv=False)  # (F, T', 2)
@@ -107,25 +107,6 @@ def measure(rig: Rig, joints: np.ndarray, size: int = 256) -> Distortion:
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-
-
-def _linear_maps(rest: np.ndarray, posed: np.ndarray) -> np.ndarray:
-    """(F, T, 2, 2): the linear part of each triangle's rest -> posed affine map."""
-    src = np.stack([rest[:, 1] - rest[:, 0], rest[:, 2] - rest[:, 0]], axis=-1)  # (T, 2, 2)
-    dst = np.stack([posed[..., 1, :] - posed[..., 0, :], posed[..., 2, :] - posed[..., 0, :]], -1)
-    det = src[:, 0, 0] * src[:, 1, 1] - src[:, 0, 1] * src[:, 1, 0]
-    det = np.where(np.abs(det) < 1e-12, 1e-12, det)
-    inverse = (
-        np.stack(
-            [
-                np.stack([src[:, 1, 1], -src[:, 0, 1]], -1),
-                np.stack([-src[:, 1, 0], src[:, 0, 0]], -1),
-            ],
-            axis=1,
-        )
-        / det[:, None, None]
-    )
-    return dst @ inverse
 
 
 def _diagonal(points: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from animation.parts import DRIVER, HANGS_FROM, limb_half_width
+from animation.parts import DRIVER, HANGS_FROM, limb_half_width, sample
 from animation.skeleton import JOINT_INDEX, JOINTS, PARENT_INDEX
 
 # A joint this far (px) off the mask or less counts as on it: it lies on the outline.
@@ -51,11 +51,12 @@ def guard_joints(mask: np.ndarray, joints: np.ndarray) -> GuardedJoints:
     """Check (16, 2) skeleton `joints` against the (H, W) bool figure `mask` (same px)."""
     joints = np.asarray(joints, np.float64).copy()
     outside = cv2.distanceTransform((~mask).astype(np.uint8), cv2.DIST_L2, 5)
+    far = float(sum(mask.shape))  # off the image: off the figure
     moved = []
     if mask.any():
         ys, xs = np.nonzero(mask)
         for j, name in enumerate(JOINTS):
-            if _sample(outside, joints[j][None])[0] > ON_MASK_PX:
+            if sample(outside, joints[j][None], far)[0] > ON_MASK_PX:
                 nearest = np.argmin((xs - joints[j, 0]) ** 2 + (ys - joints[j, 1]) ** 2)
                 joints[j] = xs[nearest], ys[nearest]
                 moved.append(name)
@@ -66,7 +67,7 @@ def guard_joints(mask: np.ndarray, joints: np.ndarray) -> GuardedJoints:
         bone = JOINT_INDEX[DRIVER[part]]
         start, end = joints[PARENT_INDEX[bone]], joints[bone]
         steps = max(2, int(np.ceil(lengths[bone])) + 1)
-        off = _sample(outside, start + np.linspace(0, 1, steps)[:, None] * (end - start))
+        off = sample(outside, start + np.linspace(0, 1, steps)[:, None] * (end - start), far)
         on_ink = off <= max(ON_MASK_PX, NEAR_INK * lengths[bone])
         if on_ink.mean() < LEAST_ON_INK:
             still.add(part)
@@ -76,17 +77,3 @@ def guard_joints(mask: np.ndarray, joints: np.ndarray) -> GuardedJoints:
         if parent in still:
             still.add(part)
     return GuardedJoints(joints, tuple(moved), tuple(p for p in _LIMBS if p in still))
-
-
-def _sample(image: np.ndarray, points: np.ndarray) -> np.ndarray:
-    h, w = image.shape
-    ix = np.clip(np.round(points[:, 0]).astype(int), 0, w - 1)
-    iy = np.clip(np.round(points[:, 1]).astype(int), 0, h - 1)
-    inside = (
-        (points[:, 0] >= -0.5)
-        & (points[:, 0] < w - 0.5)
-        & (points[:, 1] >= -0.5)
-        & (points[:, 1] < h - 0.5)
-    )
-    far = np.float32(h + w)  # off the image: off the figure
-    return np.where(inside, image[iy, ix], far)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from animation.mesh_graph import components, corner_pairs, edge_pairs
 from animation.parts import (
     PART_INDEX,
     PartBinding,
@@ -25,7 +26,6 @@ from animation.parts import (
     cut,
     hinges,
     label_triangles,
-    neck_point,
     pivots,
     skirt_parts,
 )
@@ -148,33 +148,6 @@ def _delaunay(points: np.ndarray) -> np.ndarray:
     return order[np.minimum(found, len(order) - 1)].reshape(-1, 3)
 
 
-def _components(triangles: np.ndarray, n_points: int, through_edges: bool) -> np.ndarray:
-    """Component label of each triangle, joining triangles that share an edge (or a vertex)."""
-    t = len(triangles)
-    if through_edges:
-        a, b = triangles, np.roll(triangles, -1, axis=1)
-        key = (np.minimum(a, b) * n_points + np.maximum(a, b)).ravel()
-        owner = np.repeat(np.arange(t), 3)
-    else:
-        key, owner = triangles.ravel(), np.repeat(np.arange(t), 3)
-    order = np.argsort(key, kind="stable")
-    key, owner = key[order], owner[order]
-    same = np.flatnonzero(key[1:] == key[:-1])
-    a, b = owner[same], owner[same + 1]
-    # Each triangle takes the smallest label among its neighbours until none changes
-    # (as many rounds as the longest chain of triangles is long: a few dozen).
-    label = np.arange(t)
-    while True:
-        smaller = np.minimum(label[a], label[b])
-        new = label.copy()
-        np.minimum.at(new, a, smaller)
-        np.minimum.at(new, b, smaller)
-        new = new[new]  # and jump along the chain
-        if np.array_equal(new, label):
-            return np.unique(label, return_inverse=True)[1]
-        label = new
-
-
 def _poseable(triangles: np.ndarray, points: np.ndarray, joints: np.ndarray) -> np.ndarray:
     """Mask of the triangles that joint handles can pose.
 
@@ -183,9 +156,9 @@ def _poseable(triangles: np.ndarray, points: np.ndarray, joints: np.ndarray) -> 
     shares two vertices. Whatever is left (specks, pieces no handle reaches) is dropped and
     its pixels ride on the nearest kept triangle.
     """
-    blob = _components(triangles, len(points), through_edges=False)
+    blob = components(len(triangles), corner_pairs(triangles))
     triangles_in = blob == np.argmax(np.bincount(blob))
-    piece = np.where(triangles_in, _components(triangles, len(points), through_edges=True), -1)
+    piece = np.where(triangles_in, components(len(triangles), edge_pairs(triangles)), -1)
     counts = np.bincount(piece[piece >= 0])
     corners = points[triangles]
     centre = corners.mean(1)
@@ -258,8 +231,8 @@ def build_mesh(
     # Parts: each triangle to its bone's region, the mesh cut between parts, a backing
     # disk behind each joint.
     inside = _inside_distance(meshed)
-    neck = neck_point(joints, inside)
     joins = hinges(joints, inside)
+    neck = next(h.point for h in joins if h.child == PART_INDEX["head"])
     part = label_triangles(vertices, triangles, label, joints, neck, inside)
     part = attach_pieces(vertices, triangles, part, joins)
     pieces = cut(vertices, triangles, part, joins)

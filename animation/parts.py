@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from animation.mesh_graph import components, corner_pairs, edge_pairs
 from animation.skeleton import JOINT_INDEX, JOINTS, PARENT_INDEX
 
 # Painter's order, back to front: legs behind the body, the head over the torso, arms in
@@ -196,17 +197,23 @@ def neck_point(joints: np.ndarray, inside: np.ndarray) -> np.ndarray:
     a, b = joints[JOINT_INDEX["torso"]], joints[JOINT_INDEX["neck"]]
     share = np.linspace(*_NECK_SEARCH, 24)
     points = a + share[:, None] * (b - a)
-    width = _sample(inside, points)
+    width = sample(inside, points)
     if not (width > 0).all() or width.min() > 0.8 * np.median(width):
         return a + _NECK_DEFAULT * (b - a)  # no neck drawn (or the bone leaves the ink)
     return points[np.argmin(width)]
 
 
-def _sample(image: np.ndarray, points: np.ndarray) -> np.ndarray:
+def sample(image: np.ndarray, points: np.ndarray, off: float | None = None) -> np.ndarray:
+    """`image` (H, W) at the pixels nearest to `points` (P, 2) x, y: clamped to its edge,
+    or `off` for a point off the image when given."""
     h, w = image.shape
     ix = np.clip(np.round(points[:, 0]).astype(int), 0, w - 1)
     iy = np.clip(np.round(points[:, 1]).astype(int), 0, h - 1)
-    return image[iy, ix]
+    if off is None:
+        return image[iy, ix]
+    x, y = points[:, 0], points[:, 1]
+    inside = (x >= -0.5) & (x < w - 0.5) & (y >= -0.5) & (y < h - 0.5)
+    return np.where(inside, image[iy, ix], off)
 
 
 def limb_half_width(joints: np.ndarray, inside: np.ndarray, part: str) -> float:
@@ -214,7 +221,7 @@ def limb_half_width(joints: np.ndarray, inside: np.ndarray, part: str) -> float:
     (0 where the bone runs off the mask)."""
     bone = JOINT_INDEX[DRIVER[part]]
     start, end = joints[PARENT_INDEX[bone]], joints[bone]
-    width = _sample(inside, start + np.linspace(*_LIMB_WIDTH_AT, 8)[:, None] * (end - start))
+    width = sample(inside, start + np.linspace(*_LIMB_WIDTH_AT, 8)[:, None] * (end - start))
     width = width[width > 0]
     return float(np.median(width)) if width.size else 0.0
 
@@ -227,7 +234,7 @@ def hinges(joints: np.ndarray, inside: np.ndarray) -> list[Hinge]:
     out = []
     for child, (parent, joint) in HANGS_FROM.items():
         if joint == "neck":
-            point, half_width = neck, float(_sample(inside, neck[None])[0])
+            point, half_width = neck, float(sample(inside, neck[None])[0])
         else:
             point, half_width = joints[JOINT_INDEX[joint]], limb_half_width(joints, inside, child)
         bone = lengths[JOINT_INDEX[DRIVER[child]]]
@@ -278,10 +285,10 @@ def label_triangles(
             # A limb's bone starts at a joint drawn inside its parent (a shoulder inside a
             # round body, under a big head): only where it has left the parent, and is off
             # the head, does it mark the limb.
-            clear = np.linalg.norm(points - a, axis=1) > float(_sample(inside, a[None])[0])
+            clear = np.linalg.norm(points - a, axis=1) > float(sample(inside, a[None])[0])
             clear &= np.linalg.norm(points - face, axis=1) > head_reach
             points = points[clear] if clear.any() else points[-1:]
-        hit = np.unique(_sample(cover, points))
+        hit = np.unique(sample(cover, points))
         hit = hit[hit >= 0]
         if not len(hit):
             hit = np.array([np.argmin(np.linalg.norm(centres - b, axis=1))])
@@ -324,33 +331,11 @@ def _geodesic_labels(triangles: np.ndarray, centres: np.ndarray, seed: np.ndarra
 def _neighbours(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs (a, b) of neighbouring triangles, each once, and the cost factor of the step:
     1 across a shared edge, 3 across a shared corner only."""
-    corner = triangles.ravel()
-    owner = np.repeat(np.arange(len(triangles)), 3)
-    order = np.argsort(corner, kind="stable")
-    corner, owner = corner[order], owner[order]
-    pairs = []
-    for step in range(1, int(np.bincount(corner).max())):  # the most triangles at a corner
-        same = np.flatnonzero(corner[step:] == corner[:-step])
-        pairs.append(np.column_stack([owner[same], owner[same + step]]))
-    pairs = np.sort(np.vstack([np.zeros((0, 2), np.int64), *pairs]), axis=1)
-    edge = np.sort(np.array(_edge_pairs(triangles), np.int64).reshape(-1, 2), axis=1)
-    key = pairs[:, 0] * len(triangles) + pairs[:, 1]
-    key, first = np.unique(key, return_index=True)
-    pairs = pairs[first]
-    cost = np.where(np.isin(key, edge[:, 0] * len(triangles) + edge[:, 1]), 1.0, 3.0)
+    pairs = corner_pairs(triangles)
+    edge = np.sort(edge_pairs(triangles), axis=1)
+    n = len(triangles)
+    cost = np.where(np.isin(pairs[:, 0] * n + pairs[:, 1], edge[:, 0] * n + edge[:, 1]), 1.0, 3.0)
     return pairs[:, 0], pairs[:, 1], cost
-
-
-def _edge_pairs(triangles: np.ndarray) -> list[tuple[int, int]]:
-    """Pairs of triangles that share an edge."""
-    a, b = triangles, np.roll(triangles, -1, axis=1)
-    n = int(triangles.max()) + 1
-    key = (np.minimum(a, b) * n + np.maximum(a, b)).ravel()
-    owner = np.repeat(np.arange(len(triangles)), 3)
-    order = np.argsort(key, kind="stable")
-    key, owner = key[order], owner[order]
-    same = np.flatnonzero(key[1:] == key[:-1])
-    return list(zip(owner[same].tolist(), owner[same + 1].tolist(), strict=True))
 
 
 def attach_pieces(
@@ -364,11 +349,11 @@ def attach_pieces(
     stretches of the rest of the figure together. A piece is a run of triangles of one
     part joined through edges."""
     part = part.copy()
-    pairs = np.array(_edge_pairs(triangles)).reshape(-1, 2)
+    pairs = edge_pairs(triangles)
     reach = {h.child: h for h in joins}
     for _ in range(len(PARTS)):
         same = pairs[part[pairs[:, 0]] == part[pairs[:, 1]]]
-        piece = _union(len(triangles), same)
+        piece = components(len(triangles), same)
         changed = False
         for p in np.unique(piece):
             members = np.flatnonzero(piece == p)
@@ -405,28 +390,9 @@ def _bridges(members: np.ndarray, label: int, part: np.ndarray, pairs: np.ndarra
     rest = ~np.isin(part, [label, *below])
     rest[members] = False
     kept = pairs[rest[pairs[:, 0]] & rest[pairs[:, 1]]]
-    before = _union(n, pairs[~np.isin(part[pairs], list(below)).any(axis=1)])
-    after = _union(n, kept)
+    before = components(n, pairs[~np.isin(part[pairs], list(below)).any(axis=1)])
+    after = components(n, kept)
     return len(np.unique(after[rest])) > len(np.unique(before[rest]))
-
-
-def _union(n: int, pairs: np.ndarray) -> np.ndarray:
-    """(n,) component label (its smallest member) of each of n items joined by `pairs`
-    (K, 2): every item takes the smallest label among its neighbours, and jumps along the
-    chain, until none changes."""
-    label = np.arange(n)
-    if not len(pairs):
-        return label
-    a, b = pairs[:, 0], pairs[:, 1]
-    while True:
-        smaller = np.minimum(label[a], label[b])
-        new = label.copy()
-        np.minimum.at(new, a, smaller)
-        np.minimum.at(new, b, smaller)
-        new = new[new]
-        if np.array_equal(new, label):
-            return label
-        label = new
 
 
 def skirt_parts(
@@ -437,7 +403,7 @@ def skirt_parts(
     body, and the legs below it still walk."""
     left, right = PART_INDEX["left_upper_leg"], PART_INDEX["right_upper_leg"]
     seam = 0.0
-    for i, j in _edge_pairs(triangles):
+    for i, j in edge_pairs(triangles).tolist():
         if {int(part[i]), int(part[j])} == {left, right}:
             edge = vertices[np.intersect1d(triangles[i], triangles[j])]
             seam += float(np.linalg.norm(edge[0] - edge[-1]))

@@ -124,7 +124,7 @@ class _Spans:
 _U, _V, _DU, _DV, _LAST = range(5)  # rows of _Spans.values
 
 
-def _affine(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+def affine_maps(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """(..., 2, 3): the affine maps taking triangles `src` (..., 3, 2) to `dst`, NaN where
     `src` has no area. In closed form: a stack of 2 x 2 inverses written out is far
     cheaper than through LAPACK."""
@@ -176,14 +176,14 @@ def _spans(
     rest = mesh.vertices[tri]  # (P, 3, 2)
     moved = vertices[:, tri]  # (F, P, 3, 2)
     with np.errstate(divide="ignore", invalid="ignore"):  # flat: NaN, and no rows below
-        backward = _affine(moved, rest).reshape(-1, 6)
+        backward = affine_maps(moved, rest).reshape(-1, 6)
     # The pieces' corners: a mesh triangle's are its posed vertices (shared edges match
     # exactly), a square's go through its triangle's map.
     corners = moved
     squares = np.flatnonzero(pieces.corners[:, 0] < 0)
     if len(squares):
         with np.errstate(divide="ignore", invalid="ignore"):
-            forward = np.nan_to_num(_affine(rest[squares], moved[:, squares]))  # (F, S, 2, 3)
+            forward = np.nan_to_num(affine_maps(rest[squares], moved[:, squares]))  # (F, S, 2, 3)
         corners = moved.copy()
         square = pieces.rest[squares][None, :, :, :, None]  # (1, S, 3, 2, 1)
         corners[:, squares] = (forward[:, :, None, :, :2] @ square)[..., 0] + forward[
