@@ -277,21 +277,15 @@ def _cut_glued_blobs(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
 
 def _join_pieces(mask: np.ndarray, figure: FigureJoints, thickness: int) -> np.ndarray:
     """Join the figure's pieces into one, with bridges `thickness` px wide: across the
-    gaps along bones first, else at the nearest points."""
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(
-        mask.astype(np.uint8), connectivity=8
-    )
+    gaps along bones first, else at the nearest points (the shortest bridges that join
+    the most to the biggest group), for as long as a bridge is at most MAX_GAP long; a
+    piece no such bridge reaches is not the figure's and is dropped."""
+    count, labels = cv2.connectedComponents(mask.astype(np.uint8), connectivity=8)
     if count < 3:
         return mask
-    out = mask.astype(np.uint8)
-    parent = list(range(count))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    groups = _Groups(count)
+    max_gap = MAX_GAP * figure.size
+    bridges = []  # (a, b, p, q): pieces a and b joined by a line from p to q
     # Gaps along bones: where a bone leaves one piece and enters another through paper.
     gaps = []
     for samples in figure.bone_samples:
@@ -303,33 +297,87 @@ def _join_pieces(mask: np.ndarray, figure: FigureJoints, thickness: int) -> np.n
             if last >= 0 and along[last] != label:
                 gaps.append((k - last, int(along[last]), int(label), samples[last], samples[k]))
             last = k
-    max_gap = MAX_GAP * figure.size
     for length, a, b, p, q in sorted(gaps, key=lambda g: g[0]):
-        if length <= max_gap and root(a) != root(b):
-            parent[root(a)] = root(b)
-            cv2.line(out, _px(p), _px(q), 1, thickness)
-    # Groups the bones did not join: the nearest one to the biggest group first, at their
-    # nearest points, for as long as the nearest one is near enough.
-    groups: dict[int, list[int]] = {}
-    for label in range(1, count):
-        groups.setdefault(root(label), []).append(label)
-    pieces = sorted(
-        (np.isin(labels, members) for members in groups.values()), key=lambda g: -int(g.sum())
-    )
-    main, rest = pieces[0], pieces[1:]
-    while rest:
-        dist, (iy, ix) = _nearest_on(main)
-        gaps = [float(dist[piece].min()) for piece in rest]
-        nearest = int(np.argmin(gaps))
-        if gaps[nearest] > max_gap:
-            for piece in rest:
-                out[piece] = 0  # too far to be a part of this figure
+        if length <= max_gap and groups.join(a, b):
+            bridges.append((a, b, p, q))
+    # The rest at their nearest points, shortest bridge first; the biggest group then
+    # keeps whatever those bridges reached.
+    group = groups.roots()[labels]
+    area = np.bincount(group.ravel(), weights=(labels > 0).ravel(), minlength=count)
+    main = int(np.argmax(area))
+    for length, a, b, p, q in _nearest_pairs(group):
+        if length > max_gap:
             break
-        piece = rest.pop(nearest)
-        y, x = np.unravel_index(np.argmin(np.where(piece, dist, np.inf)), dist.shape)
-        cv2.line(out, (int(x), int(y)), (int(ix[y, x]), int(iy[y, x])), 1, thickness)
-        main = main | piece
+        if groups.join(a, b):
+            bridges.append((a, b, p, q))
+    roots = groups.roots()
+    kept = roots == roots[main]
+    kept[0] = False
+    out = kept[labels].astype(np.uint8)
+    for a, _, p, q in bridges:
+        if kept[a]:
+            cv2.line(out, _px(p), _px(q), 1, thickness)
     return out > 0
+
+
+class _Groups:
+    """Which pieces are joined (union-find over piece labels)."""
+
+    def __init__(self, count: int) -> None:
+        self.parent = list(range(count))
+
+    def root(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def join(self, a: int, b: int) -> bool:
+        """Join a's group and b's; False if they were one already."""
+        a, b = self.root(a), self.root(b)
+        if a == b:
+            return False
+        self.parent[a] = b
+        return True
+
+    def roots(self) -> np.ndarray:
+        """(count,) int: each piece's group."""
+        return np.array([self.root(i) for i in range(len(self.parent))], np.int64)
+
+
+def _nearest_pairs(labels: np.ndarray) -> list[tuple[float, int, int, np.ndarray, np.ndarray]]:
+    """Between each two labelled regions of `labels` (0: none) that are neighbours in the
+    Voronoi diagram of the regions, the nearest pair of their pixels, shortest first:
+    (length, a, b, p, q) with p on a and q on b, [x, y].
+
+    One distance transform of the whole image finds them all, whatever the number of
+    regions (a speckled page has thousands); the shortest bridges that join every region
+    (a minimum spanning tree) are among them, to within a pixel.
+    """
+    _, (iy, ix) = ndimage.distance_transform_edt(labels == 0, return_indices=True)
+    owner = labels[iy, ix]
+    found = []
+    for here, there in (
+        (np.s_[:, :-1], np.s_[:, 1:]), (np.s_[:-1, :], np.s_[1:, :]),
+    ):  # fmt: skip
+        a, b = owner[here], owner[there]
+        differ = a != b
+        found.append(np.stack([
+            a[differ], b[differ], ix[here][differ], iy[here][differ],
+            ix[there][differ], iy[there][differ],
+        ], axis=1))  # fmt: skip
+    pairs = np.concatenate(found)
+    swap = pairs[:, 0] > pairs[:, 1]
+    pairs[swap] = pairs[swap][:, [1, 0, 4, 5, 2, 3]]
+    length = np.hypot(pairs[:, 2] - pairs[:, 4], pairs[:, 3] - pairs[:, 5])
+    key = pairs[:, 0] * (int(labels.max()) + 1) + pairs[:, 1]
+    order = np.lexsort((length, key))
+    first = order[np.r_[True, key[order][1:] != key[order][:-1]]] if len(order) else order
+    first = first[np.argsort(length[first], kind="stable")]
+    return [
+        (float(length[i]), int(pairs[i, 0]), int(pairs[i, 1]), pairs[i, 2:4], pairs[i, 4:6])
+        for i in first
+    ]
 
 
 def _reach_joints(mask: np.ndarray, figure: FigureJoints, thickness: int) -> np.ndarray:
@@ -355,11 +403,6 @@ def _reach_joints(mask: np.ndarray, figure: FigureJoints, thickness: int) -> np.
             cv2.line(out, (int(x), int(y)), (int(nx), int(ny)), 1, thickness)
             cv2.circle(out, (int(x), int(y)), max(1, thickness // 2), 1, -1)
     return out > 0
-
-
-def _nearest_on(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distance (H, W), indices (2, H, W) [y, x]) of each pixel's nearest pixel on `mask`."""
-    return ndimage.distance_transform_edt(~mask, return_indices=True)
 
 
 def _px(p: np.ndarray) -> tuple[int, int]:
