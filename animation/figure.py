@@ -109,12 +109,17 @@ def crop_for(
 
 
 def choose_mask(
-    crop: np.ndarray, keypoints: np.ndarray, learned: np.ndarray | None = None
+    crop: np.ndarray,
+    keypoints: np.ndarray,
+    learned: np.ndarray | None = None,
+    budget_s: float | None = None,
 ) -> FinishedMask:
     """The figure's mask in the (h, w, 3) uint8 `crop` with its 17 COCO `keypoints` (x, y in
     crop px): OpenCV's, or with a segmenter's (h, w) bool mask `learned`, the better of the
-    two; with its warnings and its source either way."""
-    return figure_mask(crop, FigureJoints.of(np.asarray(keypoints)[:, :2]), learned=learned)
+    two (the segmenter's alone past `budget_s` CPU seconds: `segment.figure_mask`); with
+    its warnings and its source either way."""
+    joints = FigureJoints.of(np.asarray(keypoints)[:, :2])
+    return figure_mask(crop, joints, learned=learned, budget_s=budget_s)
 
 
 def grown_box(

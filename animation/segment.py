@@ -19,6 +19,9 @@ so the segmenter's, unless it looks the worse by its warnings.
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
+
 import cv2
 import numpy as np
 
@@ -97,17 +100,26 @@ def figure_mask(
     rgb: np.ndarray,
     joints: Skeleton | np.ndarray | FigureJoints | None,
     learned: np.ndarray | None = None,
+    budget_s: float | None = None,
 ) -> FinishedMask:
     """The mask the rig gets, with its warnings and its source: OpenCV's from the (H, W, 3)
     uint8 crop, or, given the segmenter's `learned` (H, W) bool mask, the one `choose`
-    picks of the two; finished either way."""
+    picks of the two; finished either way.
+
+    `budget_s`: the CPU seconds this may spend (None: no limit). The segmenter's mask is
+    finished first; past the budget it is the answer, with the warning `over_budget`,
+    and OpenCV's is never made. Without a segmenter's mask OpenCV's is the only one.
+    """
+    start = time.process_time()
     ink = ink_map(rgb)
     figure = None if joints is None else FigureJoints.of(joints)
+    model = None
+    if learned is not None:
+        model = finish_mask(np.asarray(learned, bool), rgb, figure, ink=ink, learned=True)
+        if budget_s is not None and time.process_time() - start > budget_s:
+            return replace(model, warnings=(*model.warnings, "over_budget"))
     drawn = finish_mask(drawn_regions(ink, figure), rgb, figure, ink=ink)
-    if learned is None:
-        return drawn
-    model = finish_mask(np.asarray(learned, bool), rgb, figure, ink=ink, learned=True)
-    return choose(drawn, model, figure)
+    return drawn if model is None else choose(drawn, model, figure)
 
 
 def choose(

@@ -47,6 +47,9 @@ class Config:
     refusal_hold_s: float = 0.04  # a full house's 503 is sent this long after the request came
     render_workers: int = 0  # 0: one per core
     model_timeout_s: float = 10.0
+    # CPU seconds the figure stage's own work (decoding, the mask) may take per request;
+    # past it the cheapest sound path is taken (see rendering/figures.py).
+    figure_budget_s: float = 1.0
     storage_timeout_s: float = 10.0
     default_motions: tuple[str, ...] = ()  # empty: the motion table's defaults
     motions_dir: Path | None = None  # every *.bvh in it joins the motion table at start
@@ -61,7 +64,7 @@ class Config:
         object.__setattr__(self, "max_inflight", inflight)
         object.__setattr__(self, "max_queue", self.max_queue or 2 * inflight)
         for name in ("max_upload_bytes", "max_pixels", "read_timeout_s", "model_timeout_s",
-                     "storage_timeout_s", "queue_timeout_s"):  # fmt: skip
+                     "storage_timeout_s", "queue_timeout_s", "figure_budget_s"):  # fmt: skip
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name.upper()} must be positive")
         if not 0 <= self.refusal_hold_s <= 1:
@@ -111,6 +114,7 @@ class Config:
             refusal_hold_s=number("REFUSAL_HOLD_S", float, d["refusal_hold_s"].default),
             render_workers=int(number("RENDER_WORKERS", int, 0)),
             model_timeout_s=number("MODEL_TIMEOUT_S", float, d["model_timeout_s"].default),
+            figure_budget_s=number("FIGURE_BUDGET_S", float, d["figure_budget_s"].default),
             storage_timeout_s=number("STORAGE_TIMEOUT_S", float, d["storage_timeout_s"].default),
             default_motions=tuple(m.strip() for m in motions.split(",") if m.strip()),
             motions_dir=Path(env["MOTIONS_DIR"]).resolve() if "MOTIONS_DIR" in env else None,

@@ -12,6 +12,11 @@ upload's pixels); /animate rigs and renders it. Each thing the client gives skip
 that would find it; a given mask also fixes the crop (its box), so it skips the detector
 and the segmenter.
 
+The stage's own CPU work (decoding, the masks) has a budget, FIGURE_BUDGET_S of CPU time
+per request: past it the stage takes the cheapest sound path left (the segmenter's mask as
+it is, no second crop) and says so with the warning `over_budget`. Every step's cost is
+bounded by the image's size, so the budget is a guard, not a routine path.
+
 The segmenter is optional: a failing call (TorchServe's 5xx, a timeout, a reply that is no
 mask of the crop) costs the request its learned mask, never its answer: the OpenCV path is
 the fallback, with a log line and `gateway_segmenter_fallbacks_total`. Every mask made is
@@ -23,7 +28,7 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import requests
@@ -123,6 +128,7 @@ class FigureStage:
             decoded: tasks.ModelImage = self._run(
                 tasks.decode, tasks.DecodeJob(image, cfg.max_pixels, cfg.model_input_px), client
             )
+        budget = _Budget(cfg.figure_budget_s, spent=decoded.cpu_s)
         height, width = decoded.rgb.shape[:2]
         scale = Scale(decoded.upload_size, (width, height))
         points = None
@@ -150,12 +156,16 @@ class FigureStage:
             else:
                 keypoints = where.joints_from_seen(keypoints)
             mask = self._mask(crop, keypoints, where, given, learned, scale, annotate, timer,
-                              client)  # fmt: skip
+                              client, budget.left())  # fmt: skip
+            budget.spent += mask.cpu_s
             return crop, keypoints, mask
 
         where = self._crop(scale, bbox, points, given)
         crop, keypoints, mask = figure_in(where)
-        if score is not None and runs_off(mask.mask, where.box, (width, height)):
+        regrow = score is not None and runs_off(mask.mask, where.box, (width, height))
+        if regrow and budget.left() <= 0:
+            mask = _over_budget(mask)
+        elif regrow:
             with timer.stage("whole_drawing"):
                 grown = self._run(
                     tasks.whole_drawing,
@@ -268,10 +278,31 @@ class FigureStage:
             raise BadRequest(f"mask 'box' {list(mask_box)} is too small to hold a figure")
         return Crop(tuple(int(v) for v in box))
 
-    def _mask(self, crop, keypoints, where, given, learned, scale, annotate, timer, client):
+    def _mask(self, crop, keypoints, where, given, learned, scale, annotate, timer, client,
+              budget_s):  # fmt: skip
         """The one place a mask is made: the given one as it is, else the segmenter's
-        (`learned`, of `where.seen`) cleaned up, else OpenCV's."""
+        (`learned`, of `where.seen`) cleaned up, else OpenCV's (or the better of the two,
+        within `budget_s` CPU seconds)."""
         mask = None if given.mask is None else tasks.GivenMaskJob(given.mask.png, given.mask.box)
-        job = tasks.MaskJob(crop, keypoints[:, :2], where, scale, mask, learned, annotate)
+        job = tasks.MaskJob(crop, keypoints[:, :2], where, scale, mask, learned, annotate,
+                            budget_s)  # fmt: skip
         with timer.stage("segment"):
             return self._run(tasks.find_mask, job, client)
+
+
+@dataclass
+class _Budget:
+    """The figure stage's CPU budget for one request (FIGURE_BUDGET_S) and what is spent."""
+
+    seconds: float
+    spent: float = 0.0
+
+    def left(self) -> float:
+        return self.seconds - self.spent
+
+
+def _over_budget(mask: tasks.FigureMask) -> tasks.FigureMask:
+    """`mask` with the warning `over_budget` (once)."""
+    if "over_budget" in mask.warnings:
+        return mask
+    return replace(mask, warnings=(*mask.warnings, "over_budget"))

@@ -56,6 +56,7 @@ class ModelImage:
     scale: float  # rgb pixels per pixel of the upright upload
     jpeg: bytes  # `rgb` encoded for the detector
     upload_size: tuple[int, int] = (0, 0)  # (width, height) of the upright upload
+    cpu_s: float = 0.0  # CPU time the decoding took (the figure stage's budget counts it)
 
 
 def encode_jpeg(rgb: np.ndarray, quality: int = 92) -> bytes:
@@ -70,9 +71,11 @@ def encode_jpeg(rgb: np.ndarray, quality: int = 92) -> bytes:
 def decode(job: DecodeJob) -> ModelImage:
     """The upload decoded upright (the decoding policy of `animation.images`) into RGB at
     most `max_side` px long, and its JPEG."""
+    start = time.process_time()
     decoded = decode_image(job.data, job.max_pixels, job.max_side)
-    return ModelImage(rgb=decoded.rgb, scale=decoded.scale, jpeg=encode_jpeg(decoded.rgb),
-                      upload_size=decoded.size)  # fmt: skip
+    jpeg = encode_jpeg(decoded.rgb)
+    return ModelImage(rgb=decoded.rgb, scale=decoded.scale, jpeg=jpeg, upload_size=decoded.size,
+                      cpu_s=time.process_time() - start)  # fmt: skip
 
 
 # ---- the figure's mask ------------------------------------------------------------------
@@ -94,6 +97,7 @@ class MaskJob:
     # The segmenter's answer: base64 PNG over `where.seen` ("" when it saw no figure).
     learned: str | None = None
     annotate: bool = False  # also the mask in the upload's pixels, and a given one's warnings
+    budget_s: float | None = None  # CPU seconds the choice may spend (None: no limit)
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,7 @@ class FigureMask:
     # Why the segmenter's answer was not used though it came ("bad_mask"), else None.
     unusable: str | None = None
     consulted: bool = False  # a segmenter's mask took part in the choice (whichever won)
+    cpu_s: float = 0.0  # CPU time making it took
 
 
 def learned_mask(answer: str, shape: tuple[int, int]) -> np.ndarray | None:
@@ -147,13 +152,15 @@ def _given_mask(given: GivenMaskJob, crop_box: Box, scale: Scale) -> np.ndarray:
 def find_mask(job: MaskJob) -> FigureMask:
     """The figure's mask in the crop: the given one as it is; else OpenCV's or, with the
     segmenter's answer, the better of the two (`animation.figure.choose_mask`). With
-    `annotate`, also the warnings of a given mask and the mask in upload pixels as a PNG."""
+    `annotate`, also the warnings of a given mask and the mask in upload pixels as a PNG.
+    Past `budget_s` of CPU time, the segmenter's mask alone (`over_budget`)."""
+    start = time.process_time()
     unusable, consulted = None, False
     if job.given is None:
         raw = _learned_on_crop(job.learned, job.crop, job.where) if job.learned else None
         if job.learned and raw is None:
             unusable = "bad_mask"
-        found = choose_mask(job.crop, job.keypoints, learned=raw)
+        found = choose_mask(job.crop, job.keypoints, learned=raw, budget_s=job.budget_s)
         mask, warnings, source = found.mask, found.warnings, found.source
         if job.annotate:  # what rigging will do about the joints, for the person to fix
             warnings += joint_warnings(mask, FigureJoints.of(job.keypoints))
@@ -167,12 +174,14 @@ def find_mask(job: MaskJob) -> FigureMask:
             else ()
         )
         source = "given"
-    if not job.annotate:
-        return FigureMask(mask, warnings, source=source, unusable=unusable, consulted=consulted)
-    upload_box, upload_mask = job.scale.mask_to_upload(mask, job.where.box)
-    png = io.BytesIO()
-    Image.fromarray(upload_mask.astype(np.uint8) * 255).save(png, format="PNG", optimize=True)
-    return FigureMask(mask, warnings, upload_box, png.getvalue(), source, unusable, consulted)
+    upload_box, png = None, None
+    if job.annotate:
+        upload_box, upload_mask = job.scale.mask_to_upload(mask, job.where.box)
+        buf = io.BytesIO()
+        Image.fromarray(upload_mask.astype(np.uint8) * 255).save(buf, format="PNG", optimize=True)
+        png = buf.getvalue()
+    return FigureMask(mask, warnings, upload_box, png, source, unusable, consulted,
+                      cpu_s=time.process_time() - start)  # fmt: skip
 
 
 # ---- the second crop --------------------------------------------------------------------

@@ -79,6 +79,21 @@ def test_figure_mask_says_which_source_it_used():
     assert figure_mask(rgb, joints, learned=elsewhere).source == "opencv"
 
 
+def test_past_its_budget_the_segmenters_mask_is_taken_as_it_is_and_said_so():
+    rgb = np.full((120, 120, 3), 240, np.uint8)
+    rgb[20:100, 50:70] = 20
+    joints = np.array([[60.0, 30.0], [60.0, 90.0]])
+    learned = np.zeros((120, 120), bool)
+    learned[10:110, 5:115] = True  # the worse of the two (figure_huge): chosen only past the budget
+    assert figure_mask(rgb, joints, learned=learned, budget_s=10.0).source == "opencv"
+    spent = figure_mask(rgb, joints, learned=learned, budget_s=0.0)
+    assert spent.source == "learned" and spent.warnings[-1] == "over_budget"
+    assert (spent.mask == finish_mask(learned, rgb, joints, learned=True).mask).all()
+    # Without the segmenter's mask OpenCV's is the only sound one: made whatever the budget.
+    alone = figure_mask(rgb, joints, budget_s=0.0)
+    assert alone.source == "opencv" and "over_budget" not in alone.warnings
+
+
 def test_where_both_share_the_most_serious_warning_a_speck_is_the_worse():
     # Joints dragged off the figure: OpenCV keeps the figure; the segmenter's mask, finished
     # against those joints, keeps a sliver.

@@ -31,6 +31,7 @@ def test_every_documented_variable_is_read():
         "MAX_INFLIGHT": "3",
         "RENDER_WORKERS": "5",
         "MODEL_TIMEOUT_S": "2.5",
+        "FIGURE_BUDGET_S": "0.4",
         "DEFAULT_MOTIONS": "dab, zombie",
         "API_KEY": "secret",
     }
@@ -43,6 +44,7 @@ def test_every_documented_variable_is_read():
     assert (config.max_upload_bytes, config.max_pixels) == (1000, 2000)
     assert (config.max_inflight, config.render_workers, config.max_queue) == (3, 5, 6)
     assert config.model_timeout_s == 2.5
+    assert config.figure_budget_s == 0.4
     assert config.default_motions == ("dab", "zombie")
     assert config.api_key == "secret"
     assert "secret" not in repr(config)
@@ -51,7 +53,7 @@ def test_every_documented_variable_is_read():
 @pytest.mark.parametrize(
     "env",
     [{"MAX_PIXELS": "lots"}, {"MAX_UPLOAD_BYTES": "0"}, {"STORAGE_URL": "ftp://x"},
-     {"MODEL_TIMEOUT_S": "-1"}],
+     {"MODEL_TIMEOUT_S": "-1"}, {"FIGURE_BUDGET_S": "0"}],
 )  # fmt: skip
 def test_bad_values_fail_at_start_up_naming_the_variable(env):
     with pytest.raises(ConfigError, match=next(iter(env))):
