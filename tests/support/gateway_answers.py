@@ -17,6 +17,12 @@ def stages(reply: requests.Response) -> list[str]:
     return [entry.split(";")[0].strip() for entry in reply.headers["Server-Timing"].split(",")]
 
 
+def stage_seconds(reply: requests.Response) -> dict[str, float]:
+    """Each stage's time in the reply's Server-Timing, seconds."""
+    found = re.findall(r"([a-z_]+);dur=([0-9.]+)", reply.headers["Server-Timing"])
+    return {name: float(ms) / 1000 for name, ms in found}
+
+
 def fetch_gif(url: str) -> Image.Image:
     reply = requests.get(url, timeout=10)
     assert reply.status_code == 200, url

@@ -18,6 +18,7 @@ from PIL import Image
 from torchserve.training.rephoto import rephotograph
 
 REAL_DEV = Path(__file__).resolve().parents[2].parent / "shared" / "real-dev"
+REAL_PHOTOS = REAL_DEV.parent / "real-photos"
 
 
 def real_dev(*parts: str) -> Path:
@@ -25,6 +26,15 @@ def real_dev(*parts: str) -> Path:
     path = REAL_DEV.joinpath(*parts)
     if not path.exists():
         pytest.skip(f"{path} is missing: the real drawings live beside the checkout")
+    return path
+
+
+def real_photo(name: str) -> Path:
+    """A photo of `../shared/real-photos` (real drawings, for checking only); the test is
+    skipped when it is not there."""
+    path = REAL_PHOTOS / name
+    if not path.exists():
+        pytest.skip(f"{path} is missing: the real photos live beside the checkout")
     return path
 
 
