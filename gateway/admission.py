@@ -3,7 +3,9 @@ how a request that cannot be let in is refused - inside Flask, or before Flask s
 
 The policy: at most `slots` renders at once and `queue` more waiting; the rest get 503
 `overloaded` with Retry-After at once, so latency stays bounded under a burst instead of
-every request timing out. Only renders are counted: a request asks for a slot (`admit`)
+every request timing out. A slot that frees goes to the waiting request whose client (its
+address) holds the fewest slots, the earliest first among equals: a client that posts ten
+drawings at once waits behind its own, not everyone else behind them. Only renders are counted: a request asks for a slot (`admit`)
 after its body has arrived and storage has said its animations are not there yet, so
 neither a slow upload nor an answer from storage holds one. Counts are per gunicorn worker.
 
@@ -48,12 +50,13 @@ import math
 import os
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import gevent
-from gevent.lock import BoundedSemaphore
+from gevent.event import Event
 
 from gateway.errors import Overloaded, error_document
 from gateway.ops import metrics
@@ -84,9 +87,11 @@ class Admission:
         self.wait_s = wait_s
         self.retry_after_s = retry_after_s
         self.api_key = api_key
-        self._free = BoundedSemaphore(slots)  # waiting yields to the hub
         self.waiting = 0
         self.active = 0
+        self._held: Counter[Hashable] = Counter()  # client -> slots its requests hold
+        self._waiters: list[_Waiter] = []  # requests waiting for a slot
+        self._arrivals = itertools.count()
         self._claims: dict[Hashable, float] = {}  # key (the client's socket) -> expiry
 
     # ---- the entry point: a request's head ---------------------------------------------
@@ -150,35 +155,73 @@ class Admission:
         self._claims.pop(key, None)
 
     @contextmanager
-    def admit(self, key: Hashable | None = None) -> Iterator[float]:
+    def admit(self, key: Hashable | None = None, caller: Hashable = None) -> Iterator[float]:
         """Hold one render slot for the block (yielding the seconds waited for it); raise
         Overloaded when the queue is full or no slot comes within `wait_s`. The claim of
-        `key`, if any, ends here."""
+        `key`, if any, ends here. `caller` (the caller's address; None: unknown) decides
+        who of those waiting a freed slot goes to (see the module's doc)."""
         self._claims.pop(key, None)
         started = time.perf_counter()
-        if not self._free.acquire(blocking=False):
-            # Greenlets switch only at blocking calls: this check-and-count is atomic.
+        # Greenlets switch only at blocking calls: each check-and-count here is atomic.
+        if self.active < self.slots and not self._waiters:
+            self._take(caller)
+        else:
             if self.waiting >= self.queue:
                 raise self.refusal()
-            self.waiting += 1
-            metrics.QUEUE_DEPTH.inc()
-            try:
-                got = self._free.acquire(timeout=self.wait_s)
-            finally:
-                self.waiting -= 1
-                metrics.QUEUE_DEPTH.dec()
-            if not got:
-                raise self.refusal(
-                    f"no render slot came free within {self.wait_s:g} s; retry shortly"
-                )
-        self.active += 1
+            self._wait(caller)
         metrics.IN_FLIGHT.inc()
         try:
             yield time.perf_counter() - started
         finally:
-            self.active -= 1
             metrics.IN_FLIGHT.dec()
-            self._free.release()
+            self._release(caller)
+
+    def _take(self, caller: Hashable) -> None:
+        self.active += 1
+        self._held[caller] += 1
+
+    def _release(self, caller: Hashable) -> None:
+        self.active -= 1
+        self._held[caller] -= 1
+        if not self._held[caller]:
+            del self._held[caller]
+        self._hand_on()
+
+    def _wait(self, caller: Hashable) -> None:
+        """Wait for `_hand_on` to give this request a slot, at most `wait_s`."""
+        waiter = _Waiter(caller, next(self._arrivals))
+        self._waiters.append(waiter)
+        self.waiting += 1
+        metrics.QUEUE_DEPTH.inc()
+        try:
+            waiter.given.wait(self.wait_s)
+        except BaseException:  # killed (the client left): give back what it may have got
+            if waiter.given.is_set():
+                self._release(caller)
+            else:
+                self._waiters.remove(waiter)
+            raise
+        finally:
+            self.waiting -= 1
+            metrics.QUEUE_DEPTH.dec()
+        if not waiter.given.is_set():
+            self._waiters.remove(waiter)
+            raise self.refusal(f"no render slot came free within {self.wait_s:g} s; retry shortly")
+
+    def _hand_on(self) -> None:
+        """Give each free slot to the waiting request whose caller holds the fewest."""
+        while self.active < self.slots and self._waiters:
+            waiter = min(self._waiters, key=lambda w: (self._held[w.caller], w.arrival))
+            self._waiters.remove(waiter)
+            self._take(waiter.caller)
+            waiter.given.set()
+
+
+@dataclass
+class _Waiter:
+    caller: Hashable
+    arrival: int
+    given: Event = field(default_factory=Event)  # set when a slot is handed to it
 
 
 # ---- refusing before Flask --------------------------------------------------------------

@@ -63,3 +63,13 @@ def client_gone(client: socket.socket | None) -> bool:
         return client.recv(1, socket.MSG_PEEK) == b""
     except (OSError, ValueError):  # reset or already closed
         return True
+
+
+def client_address(client: socket.socket | None) -> str | None:
+    """The address the client connects from (admission's fairness key); None when unknown."""
+    if client is None:
+        return None
+    try:
+        return str(client.getpeername()[0])
+    except (OSError, IndexError):
+        return None

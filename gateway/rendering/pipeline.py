@@ -26,7 +26,7 @@ from gateway.backends.storage import Storage, animation_key
 from gateway.backends.torchserve_client import TorchServeClient
 from gateway.config import Config
 from gateway.errors import StorageUnavailable, from_library
-from gateway.greenlets import run_all
+from gateway.greenlets import client_address, run_all
 from gateway.ops import metrics
 from gateway.ops.stage_timer import StageTimer
 from gateway.rendering import tasks
@@ -129,7 +129,7 @@ class AnimationPipeline:
         if not missing:
             metrics.CACHE_HITS.inc()
         else:
-            with self.admission.admit(client) as waited_s:
+            with self.admission.admit(client, client_address(client)) as waited_s:
                 timer.add("queue", waited_s)
                 files, figure, rigged = self._render(job, missing, segmenter, timer, client)
                 warnings = figure.mask.warnings + rigged
@@ -153,7 +153,7 @@ class AnimationPipeline:
 
     def annotate(self, job: AnnotateRequest, timer: StageTimer, client=None) -> dict:
         """/annotate: the figure stage alone, under the same admission as a render."""
-        with self.admission.admit() as waited_s:
+        with self.admission.admit(caller=client_address(client)) as waited_s:
             timer.add("queue", waited_s)
             figure = self.figures.find(job.image, job.figure, timer, client, annotate=True)
         return figure.annotation()

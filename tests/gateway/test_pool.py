@@ -3,6 +3,7 @@ import time
 
 import gevent
 import pytest
+from gevent.event import Event
 
 from gateway.admission import Admission
 from gateway.errors import ClientGone, NoCharacterDetected, Overloaded
@@ -109,6 +110,51 @@ def test_admission_queues_then_refuses_with_retry_after():
     assert refused.value.headers["Retry-After"] == "3" and refused.value.status == 503
     gevent.joinall([first, second], raise_error=True)
     assert order == ["first", "second"] and admission.active == admission.waiting == 0
+
+
+def test_a_freed_slot_goes_to_the_client_holding_the_fewest():
+    # One client posts four drawings at once, another one a moment later: the second's
+    # waits behind none of the first's still waiting; among one client's, first come first.
+    admission = Admission(slots=2, queue=8, wait_s=5, retry_after_s=1)
+    order = []
+
+    def render(client, name):
+        with admission.admit(caller=client):
+            order.append(name)
+            gevent.sleep(0.05)
+
+    burst = [gevent.spawn(render, "10.0.0.1", f"burst{i}") for i in range(4)]
+    gevent.sleep(0)
+    late = gevent.spawn(render, "10.0.0.2", "other")
+    gevent.sleep(0)
+    assert admission.active == 2 and admission.waiting == 3
+    gevent.joinall([*burst, late], raise_error=True)
+    assert order == ["burst0", "burst1", "other", "burst2", "burst3"]
+    assert admission.active == admission.waiting == 0 and not admission._held
+
+
+def test_a_waiter_killed_as_its_slot_is_handed_over_gives_it_back():
+    admission = Admission(slots=1, queue=2, wait_s=5, retry_after_s=1)
+    release = Event()
+
+    def hold():
+        with admission.admit(caller="a"):
+            release.wait()
+
+    def wait_for_a_slot():
+        with admission.admit(caller="b"):
+            pytest.fail("a killed request never runs")
+
+    holder = gevent.spawn(hold)
+    gevent.sleep(0)
+    waiter = gevent.spawn(wait_for_a_slot)
+    gevent.sleep(0)
+    release.set()
+    holder.join()  # the slot is handed to the waiter, which has not run yet...
+    waiter.kill()  # ...and is killed (its client left) before it does
+    assert admission.active == admission.waiting == 0 and not admission._held
+    with admission.admit():  # the slot is free again
+        pass
 
 
 def test_admission_gives_up_after_waiting_too_long():
