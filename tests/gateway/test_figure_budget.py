@@ -9,14 +9,17 @@ takes the segmenter's mask as it is and says `over_budget`.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import requests
 
 from gateway.config import Config
 from gateway.rendering.figures import FIGURE_WARNINGS_HEADER
+from gateway.tools import bench
 from gateway.tools.speckle import speckle_page
 from tests.support.gateway_answers import stage_seconds
-from tests.support.real_photos import real_photo
+from tests.support.real_photos import real_dev, real_photo
 
 pytestmark = pytest.mark.integration
 ONCE_SLOW = [  # the `segment` stage's seconds before the fix, on the project's machine
@@ -69,3 +72,23 @@ def test_past_its_budget_the_stage_takes_the_segmenters_mask_and_says_so(
     assert annotated.status_code == 200, annotated.text
     codes = [w["code"] for w in annotated.json()["quality"]["warnings"]]
     assert "over_budget" in codes
+
+
+def test_the_bench_reports_real_photos_per_stage_and_flags_answers_from_storage(
+    gateway, tmp_path, capsys
+):
+    folder = tmp_path / "char"
+    folder.mkdir()
+    (folder / "texture.png").write_bytes(real_dev("char2", "texture.png").read_bytes())
+    (folder / "mask.png").write_bytes(real_dev("char2", "mask.png").read_bytes())
+    (tmp_path / "page.jpg").write_bytes(_upload("speckle"))
+    assert [p.name for p in bench.drawings_under([tmp_path])] == ["texture.png", "page.jpg"]
+
+    bench.bench_photos(gateway.url, [tmp_path])
+    first = capsys.readouterr().out
+    assert "2 drawings, each posted once, default options (2 answered 200)" in first
+    assert re.search(r"request p50 [0-9.]+ s\s+p90 [0-9.]+ s\s+max [0-9.]+ s", first)
+    assert re.search(r"segment\s+p50\s+\d+ ms", first) and "segment max / target" in first
+    assert "served from storage" not in first
+    bench.bench_photos(gateway.url, [tmp_path])
+    assert capsys.readouterr().out.count("served from storage") == 2
