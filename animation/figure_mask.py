@@ -15,7 +15,9 @@ onto a shadow. The joints say where the figure is, so they decide:
 3. a blob that only touches the figure at a narrow neck (a held ball, a balloon) and
    holds no joint and no bone is cut off;
 4. the figure's pieces are joined into one: along the bones first (the gap an arm block
-   leaves at the shoulder lies on the upper-arm bone), else at their nearest points;
+   leaves at the shoulder lies on the upper-arm bone), else at their nearest points; a
+   speck (a grainy page's grain) joins only a stroke right beside it, unless it is on
+   the face (an eye drawn as a dot), and pieces nothing joins are dropped;
 5. a joint still outside is joined to the figure if it is near; holes are filled;
 6. a FRINGE_PX margin is added: the stroke's soft edge, which a threshold leaves out, so
    a texture cut along the mask keeps the whole outline.
@@ -47,6 +49,15 @@ HAND_SIZE = 0.3  # and is no bigger than a hand: this radius, in the same length
 HEAD_REACH = 2.5  # ... or on the head: this close to its joint, in its bone's lengths
 DEEP = 0.75  # a joint or bone holds a core where it lies this deep in it, of NECK_RADIUS
 FRINGE_PX = 2  # the soft edge of a photographed stroke, px
+# A group of pieces whose biggest is at most SPECK_PX is specks (a grainy page's grain,
+# 1-9 px at the models' resolution on the real photos; a stroke's fragment is tens of px or
+# more), unless it lies on the face (a dot for an eye: `_face`): it joins a stroke across
+# a gap of at most NEAR_STROKES stroke widths, and never another speck. Bridges from speck
+# to speck spun a web of lines across the paper round the figure.
+SPECK_PX, NEAR_STROKES = 10, 1.0
+# The face: within this many head-bone lengths (nose to chest) of the head's joint, and
+# nearer the joint than the chest (a drawn head is often wider than its bone is long).
+FACE_REACH = 1.5
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,14 @@ class FigureJoints:
                 found |= (distance <= HAND_REACH * bone) & (radius <= HAND_SIZE * bone)
         return found
 
+    def head_bone(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The head's joint (2,) and the joint it hangs from (the chest), or None."""
+        bones = [(a, b) for a, b in self.bones if a == self.head]
+        if not bones:
+            return None
+        a, b = bones[0]
+        return self.points[a], self.points[b]
+
     @property
     def size(self) -> float:
         """The longer side of the joints' bounding box, px (at least 1)."""
@@ -174,7 +193,7 @@ def finish_mask(
         out = _figure_pieces(out, figure)
         out = _cut_glued_blobs(out, figure)
         thickness = max(3, int(round(ink.stroke_width)))
-        out = _join_pieces(out, figure, thickness)
+        out = _join_pieces(out, figure, thickness, ink.stroke_width)
         out = _reach_joints(out, figure, thickness)
     # AnimatedDrawings' masks carry the same margin (their real-dev masks match ours best
     # with it, better than with a pixel less or more).
@@ -275,15 +294,23 @@ def _cut_glued_blobs(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
     return _figure_pieces(mask & ~blob, figure)
 
 
-def _join_pieces(mask: np.ndarray, figure: FigureJoints, thickness: int) -> np.ndarray:
+def _join_pieces(
+    mask: np.ndarray, figure: FigureJoints, thickness: int, stroke_width: float = 0.0
+) -> np.ndarray:
     """Join the figure's pieces into one, with bridges `thickness` px wide: across the
     gaps along bones first, else at the nearest points (the shortest bridges that join
-    the most to the biggest group), for as long as a bridge is at most MAX_GAP long; a
-    piece no such bridge reaches is not the figure's and is dropped."""
-    count, labels = cv2.connectedComponents(mask.astype(np.uint8), connectivity=8)
+    the most to the biggest group), for as long as a bridge is at most MAX_GAP long (and,
+    to specks, NEAR_STROKES `stroke_width`s); a piece no such bridge reaches is not the
+    figure's and is dropped."""
+    count, labels, stats, centroids = cv2.connectedComponentsWithStats(
+        mask.astype(np.uint8), connectivity=8
+    )
     if count < 3:
         return mask
-    groups = _Groups(count)
+    area = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
+    on_face = _labels_at(_face(labels, area, figure).astype(np.int64), centroids) > 0
+    groups = _Groups(np.where(on_face, np.inf, area))
+    near = NEAR_STROKES * stroke_width
     max_gap = MAX_GAP * figure.size
     bridges = []  # (a, b, p, q): pieces a and b joined by a line from p to q
     # Gaps along bones: where a bone leaves one piece and enters another through paper.
@@ -303,11 +330,13 @@ def _join_pieces(mask: np.ndarray, figure: FigureJoints, thickness: int) -> np.n
     # The rest at their nearest points, shortest bridge first; the biggest group then
     # keeps whatever those bridges reached.
     group = groups.roots()[labels]
-    area = np.bincount(group.ravel(), weights=(labels > 0).ravel(), minlength=count)
-    main = int(np.argmax(area))
+    main = int(np.argmax(np.bincount(group.ravel(), weights=(labels > 0).ravel(), minlength=count)))
     for length, a, b, p, q in _nearest_pairs(group):
         if length > max_gap:
             break
+        specks = (groups.biggest(a) <= SPECK_PX) + (groups.biggest(b) <= SPECK_PX)
+        if specks == 2 or (specks and length > near):
+            continue
         if groups.join(a, b):
             bridges.append((a, b, p, q))
     roots = groups.roots()
@@ -320,11 +349,33 @@ def _join_pieces(mask: np.ndarray, figure: FigureJoints, thickness: int) -> np.n
     return out > 0
 
 
-class _Groups:
-    """Which pieces are joined (union-find over piece labels)."""
+def _face(labels: np.ndarray, area: np.ndarray, figure: FigureJoints) -> np.ndarray:
+    """(H, W) bool: the hull of the strokes (pieces bigger than specks) within FACE_REACH
+    of the head's joint and nearer it than the chest: the face, where its eyes and mouth
+    are drawn."""
+    face = np.zeros(labels.shape, np.uint8)
+    bone = figure.head_bone()
+    if bone is None:
+        return face > 0
+    head, chest = bone
+    along = chest - head
+    reach2 = float(along @ along)
+    rows, cols = np.nonzero((area[labels] > SPECK_PX) & (labels > 0))
+    offset = np.stack([cols, rows], axis=1) - head
+    near = ((offset**2).sum(axis=1) <= (FACE_REACH**2) * reach2) & (offset @ along < 0.5 * reach2)
+    if np.count_nonzero(near) >= 3:
+        cv2.fillConvexPoly(
+            face, cv2.convexHull(np.stack([cols[near], rows[near]], axis=1).astype(np.int32)), 1
+        )
+    return face > 0
 
-    def __init__(self, count: int) -> None:
-        self.parent = list(range(count))
+
+class _Groups:
+    """Which pieces are joined (union-find over piece labels), and each group's biggest."""
+
+    def __init__(self, areas: np.ndarray) -> None:
+        self.parent = list(range(len(areas)))
+        self._biggest = [float(a) for a in areas]  # at each root: its group's biggest piece, px
 
     def root(self, i: int) -> int:
         while self.parent[i] != i:
@@ -338,7 +389,12 @@ class _Groups:
         if a == b:
             return False
         self.parent[a] = b
+        self._biggest[b] = max(self._biggest[a], self._biggest[b])
         return True
+
+    def biggest(self, i: int) -> float:
+        """The area (px) of the biggest piece in i's group."""
+        return self._biggest[self.root(i)]
 
     def roots(self) -> np.ndarray:
         """(count,) int: each piece's group."""
