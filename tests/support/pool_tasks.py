@@ -11,6 +11,13 @@ def pid_after(seconds: float) -> int:
     return os.getpid()
 
 
+def span_of_sleep(seconds: float) -> tuple[int, float, float]:
+    """(pid, when the sleep began, when it ended): wall-clock seconds since the epoch."""
+    began = time.time()
+    time.sleep(seconds)
+    return os.getpid(), began, time.time()
+
+
 def refuse() -> None:
     raise NoCharacterDetected("nothing here")
 
