@@ -1,7 +1,8 @@
 """Command line: render a motion for a character folder, or list the shipped motions.
 
     python -m animation render --character DIR (--motion NAME | --bvh FILE [--up AXIS])
-                               --out OUT.gif|OUT.webp|OUT.mp4 [--format gif|webp|mp4]
+                               --out OUT.gif|.webp|.mp4|.png|.zip
+                               [--format gif|webp|mp4|sprites|png]
                                [--size 256] [--fps 15] [--max-frames 150]
                                [--background '#ffffff'] [--map ROLE=JOINT ...]
                                [--start S] [--end S] [--joints-out FILE.json]
@@ -37,7 +38,13 @@ import sys
 from pathlib import Path
 
 from animation.files import write_atomic
-from animation.formats import DEFAULT_FORMAT, FORMATS, format_for_path, parse_colour
+from animation.formats import (
+    DEFAULT_FORMAT,
+    FORMATS,
+    LAYOUT_SUFFIX,
+    format_for_path,
+    parse_colour,
+)
 from animation.roles import ROLES
 
 # The defaults of `animation.render.RenderOptions`, repeated so that `--help` and the
@@ -83,7 +90,11 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--report", type=Path, metavar="FILE", help="distortion per body part and frame, JSON"
     )
-    render.add_argument("--out", required=True, type=Path, help="file to write (.gif, .webp, .mp4)")
+    render.add_argument(
+        "--out", required=True, type=Path,
+        help="file to write (.gif, .webp, .mp4; .png: a sprite sheet, its layout beside it "
+        "as .json; .zip: numbered PNG frames)",
+    )  # fmt: skip
     render.add_argument("--size", type=int, default=SIZE, help="longest side, px")
     render.add_argument("--fps", type=float, default=FPS)
     render.add_argument("--max-frames", type=int, default=MAX_FRAMES)
@@ -192,6 +203,11 @@ def _render(args: argparse.Namespace) -> None:
     document = joints_document(rig, motion, options) if args.joints_out else None
     report = _report(rig, motion, options) if args.report else None
     # Written beside the target and renamed: a failure never leaves half a file behind.
+    if fmt == "sprites":  # the layout first: a sheet on disk always has its layout beside it
+        from animation.sprites import layout_of
+
+        layout = json.dumps(layout_of(data), indent=1).encode()
+        write_atomic(args.out.with_suffix(LAYOUT_SUFFIX), layout)
     write_atomic(args.out, data)
     if document is not None:
         write_atomic(args.joints_out, joints_json(document))

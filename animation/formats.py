@@ -30,8 +30,13 @@ FORMATS: dict[str, OutputFormat] = {
         OutputFormat("gif", ".gif", "image/gif", transparent=True),
         OutputFormat("webp", ".webp", "image/webp", transparent=True),
         OutputFormat("mp4", ".mp4", "video/mp4", transparent=False),
+        # For game makers (animation/sprites.py): a sheet of every frame with its layout
+        # (JSON, beside it at the same name with .json), or the frames as numbered PNGs.
+        OutputFormat("sprites", ".png", "image/png", transparent=True),
+        OutputFormat("png", ".zip", "application/zip", transparent=True),
     )
 }
+LAYOUT_SUFFIX = ".json"  # a sprite sheet's layout: the sheet's name with this suffix
 DEFAULT_FORMAT = "gif"
 
 
@@ -72,6 +77,11 @@ def encode(
     `executor` runs GIF frames' LZW; `workers` is the thread count the MP4 encoder may use.
     """
     check_format(name)
+    if name in ("sprites", "png"):
+        from animation.sprites import encode_frames_zip, encode_sprites
+
+        encoder = encode_sprites if name == "sprites" else encode_frames_zip
+        return encoder(chunks, palette, transparent, delays_cs, timings)
     if name == "webp":
         from animation.webp import encode_webp
 

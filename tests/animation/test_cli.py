@@ -13,6 +13,7 @@ from scipy.ndimage import distance_transform_edt
 
 from animation.__main__ import main
 from animation.bvh import format_bvh, load_bvh
+from animation.sprites import layout_of
 from tests.support.rigs import AD_CHARACTER
 
 EXTERNAL_BVH = Path(__file__).parent / "data" / "bvh_external_zup_30fps.bvh"
@@ -205,6 +206,8 @@ def test_map_names_the_joints_a_file_hides(tmp_path, capsys):
         ("clip", ["--format", "webp"], b"WEBP"),
         ("clip", [], b"GIF8"),  # no suffix, no --format: the default
         ("clip.mp4", ["--format", "mp4", "--background", "#102030"], b"ftyp"),
+        ("clip.zip", [], b"PK\x03\x04"),
+        ("clip", ["--format", "png"], b"PK\x03\x04"),
     ],
 )
 def test_the_format_comes_from_format_or_the_suffix(tmp_path, name, extra, magic):
@@ -219,7 +222,8 @@ def test_gif_bytes_never_land_under_another_format_s_name(tmp_path, capsys):
     for name, extra in (
         ("x.mp4", ["--format", "gif"]),
         ("x.webp", ["--format", "mp4"]),
-        ("x.png", []),
+        ("x.bmp", []),
+        ("x.png", ["--format", "png"]),  # png frames come zipped: .zip
         ("x.mp4", ["--background", "blue"]),
     ):
         _one_line_error(capsys, [*argv, "--out", str(tmp_path / name), *extra])
@@ -318,3 +322,16 @@ def test_sheet_lays_out_a_row_per_drawing_and_says_what_it_left_out(tmp_path, ca
         capsys, ["sheet", str(folder / "broken"), "--out", str(tmp_path / "x.png")]
     )
     assert "--cell" in _one_line_error(capsys, [*argv[:4], "--cell", "8"])
+
+
+def test_a_sprite_sheet_is_written_with_its_layout_beside_it(tmp_path):
+    out = tmp_path / "wave.png"
+    argv = ["render", "--character", str(AD_CHARACTER), "--motion", "wave_hello", "--size", "64"]
+    assert main([*argv, "--out", str(out)]) == 0
+    layout = json.loads((tmp_path / "wave.json").read_text())
+    assert layout == layout_of(out.read_bytes())
+    assert Image.open(out).size == (
+        layout["columns"] * layout["frame"]["width"],
+        layout["rows"] * layout["frame"]["height"],
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wave.json", "wave.png"]

@@ -1,7 +1,10 @@
 import io
+import json
 import sys
+import zipfile
 
 import av
+import jsonschema
 import numpy as np
 import pytest
 from PIL import Image
@@ -11,6 +14,7 @@ from animation.gif import encode_gif
 from animation.motions import load_motion
 from animation.mp4 import encode_mp4
 from animation.render import RenderOptions, render_motion
+from animation.sprites import LAYOUT_SCHEMA, encode_frames_zip, encode_sprites, layout_of
 from animation.timing import frame_schedule
 from tests.animation.test_render import _frames as decoded_frames
 from tests.support.rigs import rig
@@ -36,7 +40,15 @@ def test_each_format_is_what_its_name_says(clips):
     assert clips["gif"].startswith(b"GIF89a")
     assert clips["webp"][:4] == b"RIFF" and clips["webp"][8:12] == b"WEBP"
     assert clips["mp4"][4:8] == b"ftyp"
-    assert {f.content_type for f in FORMATS.values()} == {"image/gif", "image/webp", "video/mp4"}
+    assert clips["sprites"].startswith(b"\x89PNG\r\n\x1a\n")
+    assert clips["png"].startswith(b"PK\x03\x04")
+    assert {f.content_type for f in FORMATS.values()} == {
+        "image/gif",
+        "image/webp",
+        "video/mp4",
+        "image/png",
+        "application/zip",
+    }
 
 
 def test_webp_is_animated_lossless_and_keeps_the_alpha(clips):
@@ -103,7 +115,8 @@ def test_format_by_file_name():
     assert format_for_path("out/dab.MP4") == "mp4"
     assert format_for_path("dab.webp") == "webp"
     assert format_for_path("dab.gif") == "gif"
-    assert format_for_path("dab.png") is None and format_for_path("dab") is None
+    assert format_for_path("dab.png") == "sprites" and format_for_path("dab.zip") == "png"
+    assert format_for_path("dab.bmp") is None and format_for_path("dab") is None
 
 
 def test_bad_format_options_are_refused():
@@ -128,3 +141,66 @@ def test_gif_with_a_small_palette_uses_short_codes_and_decodes():
         opaque = frame != 3
         assert ((rgba[..., 3] > 0) == opaque).all()
         assert (rgba[..., :3][opaque] == palette[frame[opaque]]).all()
+
+
+def _rgba(png: bytes) -> np.ndarray:
+    with Image.open(io.BytesIO(png)) as image:
+        return np.asarray(image.convert("RGBA"))
+
+
+def _same_after_alpha(frames: np.ndarray, gif: np.ndarray) -> None:
+    """Equal where the GIF is opaque, transparent where it is."""
+    assert frames.shape == gif.shape
+    opaque = gif[..., 3] > 0
+    assert (~opaque).any() and ((frames[..., 3] > 0) == opaque).all()
+    assert (frames[opaque][:, :3] == gif[opaque][:, :3]).all()
+
+
+def test_a_sprite_sheet_holds_the_gif_s_frames_where_its_layout_says(clips):
+    gif, gif_ms = _frames(clips["gif"])
+    layout = layout_of(clips["sprites"])
+    jsonschema.validate(layout, LAYOUT_SCHEMA)
+    sheet = _rgba(clips["sprites"])
+    height, width = gif.shape[1:3]
+    assert layout["frame"] == {"width": width, "height": height}
+    assert layout["count"] == len(gif) and len(layout["frames"]) == len(gif)
+    assert layout["columns"] * layout["rows"] >= len(gif) > layout["columns"] * (layout["rows"] - 1)
+    assert sheet.shape[:2] == (layout["rows"] * height, layout["columns"] * width)
+    frames = np.stack([sheet[f["y"] : f["y"] + f["h"], f["x"] : f["x"] + f["w"]]
+                       for f in layout["frames"]])  # fmt: skip
+    _same_after_alpha(frames, gif)
+    assert [f["duration_ms"] for f in layout["frames"]] == gif_ms
+    assert layout["fps"] == pytest.approx(1000 * len(gif) / sum(gif_ms), abs=1e-3)
+    # A cell the frames do not fill is left transparent.
+    assert (sheet[..., 3] > 0).sum() == (gif[..., 3] > 0).sum()
+
+
+def test_png_frames_come_numbered_in_a_zip_with_their_layout(clips):
+    gif, gif_ms = _frames(clips["gif"])
+    with zipfile.ZipFile(io.BytesIO(clips["png"])) as archive:
+        names = archive.namelist()
+        frames = np.stack([_rgba(archive.read(n)) for n in names if n.endswith(".png")])
+        layout = json.loads(archive.read("layout.json"))
+    assert names[:-1] == [f"frame_{i:04d}.png" for i in range(1, len(gif) + 1)]
+    assert names[-1] == "layout.json"
+    jsonschema.validate(layout, LAYOUT_SCHEMA)
+    _same_after_alpha(frames, gif)
+    assert [f["duration_ms"] for f in layout["frames"]] == gif_ms
+
+
+def test_the_same_frames_give_the_same_bytes():
+    # Storage keys the outputs by their inputs: a zip's dates must not make two answers.
+    frames = np.zeros((3, 4, 5), np.uint8)
+    palette = np.zeros((256, 3), np.uint8)
+    first = encode_frames_zip([frames], palette, 0, [7, 7, 6])
+    assert encode_frames_zip([frames], palette, 0, [7, 7, 6]) == first
+    assert encode_sprites([frames], palette, 0, [7, 7, 6]) == encode_sprites(
+        [frames], palette, 0, [7, 7, 6]
+    )
+
+
+def test_a_png_without_a_layout_is_no_sprite_sheet():
+    buf = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(buf, "PNG")
+    with pytest.raises(ValueError, match="no layout"):
+        layout_of(buf.getvalue())
