@@ -3,8 +3,9 @@
 Keys come from the image's content hash and everything else that decides the file
 (`animation_key`: render options, renderer, motion and model versions), so a repeated
 request finds its animations already stored, and a changed renderer or model renders anew.
-A key ends in its format's suffix (`.gif`, `.webp`, `.mp4`); the content type goes with
-the object (S3) or is read from that suffix (/files/).
+A key ends in its format's suffix (`.gif`, `.webp`, `.mp4`, `.png`, `.zip`; a sprite
+sheet's layout `.json`); the content type goes with the object (S3) or is read from that
+suffix (/files/).
 Writes are atomic (a local file appears complete or not at all; an S3 PUT is
 all-or-nothing) and a URL is only handed out for an object that was stored.
 """
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote, urlparse
 
+from animation.formats import LAYOUT_SUFFIX
 from gateway.errors import StorageUnavailable
 
 MB = 1024 * 1024
@@ -38,6 +40,12 @@ def animation_key(
     canonical = json.dumps({"image": image_sha256, **fields}, sort_keys=True)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:40]
     return f"{digest[:2]}/{digest}/{motion_version}/{motion}{suffix}"
+
+
+def layout_key(key: str) -> str:
+    """Where a sprite sheet's layout is stored: the sheet's key with `.json` for its suffix
+    (stored before the sheet, so a sheet found in storage has its layout)."""
+    return key.rsplit(".", 1)[0] + LAYOUT_SUFFIX
 
 
 class FileStorage:

@@ -12,17 +12,19 @@ whatever the number of motions.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from animation.bvh import BVHError
 from animation.figure import FigureError
 from animation.motions import Motion, MotionError
 from animation.render import RenderOptions
+from animation.sprites import layout_of
 from animation.version import renderer_version
 from gateway.admission import Admission
-from gateway.backends.storage import Storage, animation_key
+from gateway.backends.storage import Storage, animation_key, layout_key
 from gateway.backends.torchserve_client import TorchServeClient
 from gateway.config import Config
 from gateway.errors import StorageUnavailable, from_library
@@ -65,6 +67,8 @@ class Animations:
 
     urls: dict[str, str]
     figure_warnings: tuple[str, ...] = ()
+    # format=sprites: each sheet's layout (JSON), stored at the sheet's key with .json.
+    layouts: dict[str, str] = field(default_factory=dict)
 
 
 class AnimationPipeline:
@@ -143,13 +147,24 @@ class AnimationPipeline:
                     keys |= {m: fallback[m] for m in missing}
                 content_type = job.options.content_type
                 with timer.stage("upload"):
+                    if job.options.format == "sprites":  # a stored sheet has its layout
+                        run_all(
+                            self._storage_call,
+                            [("upload", self.storage.put, layout_key(keys[m]),
+                              json.dumps(layout_of(files[m])).encode(), "application/json")
+                             for m in missing],
+                        )  # fmt: skip
                     run_all(
                         self._storage_call,
                         [("upload", self.storage.put, keys[m], files[m], content_type)
                          for m in missing],
                     )  # fmt: skip
         # Only now, with every object stored, are URLs handed out.
-        return Animations({m: self.storage.url(keys[m], host_url) for m in job.motions}, warnings)
+        urls = {m: self.storage.url(keys[m], host_url) for m in job.motions}
+        layouts = {}
+        if job.options.format == "sprites":
+            layouts = {m: self.storage.url(layout_key(keys[m]), host_url) for m in job.motions}
+        return Animations(urls, warnings, layouts)
 
     def annotate(self, job: AnnotateRequest, timer: StageTimer, client=None) -> dict:
         """/annotate: the figure stage alone, under the same admission as a render."""

@@ -50,6 +50,7 @@ const state = {
   tool: "joints",
   key: sessionStorage.getItem("apiKey") || "",
   retry: null, // what to do again once the API key is given
+  links: {}, // the last answer's Link headers by title: each sprite sheet's layout
 };
 
 class ShownError extends Error {}
@@ -83,7 +84,10 @@ async function post(path, form, retry) {
     } catch (exc) {
       throw new ShownError("The service cannot be reached. Check the connection and try again.");
     }
-    if (reply.ok) return reply.json();
+    if (reply.ok) {
+      state.links = linksByTitle(reply.headers.get("Link"));
+      return reply.json();
+    }
     let error = {};
     try { error = (await reply.json()).error || {}; } catch (exc) { /* not JSON: no words */ }
     const retryAfter = Number(reply.headers.get("Retry-After")) || 2;
@@ -99,6 +103,14 @@ async function post(path, form, retry) {
     }
     throw new ShownError(words(reply.status, error, retryAfter));
   }
+}
+
+// `<url>; rel="describedby"; ...; title="dab", <url>; ...` -> {dab: url}: where each sprite
+// sheet's layout is (format=sprites).
+function linksByTitle(header) {
+  const links = {};
+  for (const match of (header || "").matchAll(/<([^>]*)>[^,]*?title="([^"]*)"/g)) links[match[2]] = match[1];
+  return links;
 }
 
 async function guarded(task) {
@@ -403,28 +415,42 @@ async function animate() {
   }
 }
 
+// The file name a download gets, by format (sprites: a PNG sheet; png: zipped frames).
+const SUFFIXES = { gif: "gif", webp: "webp", mp4: "mp4", sprites: "png", png: "zip" };
+
 function showResults(urls, format) {
   const cards = Object.entries(urls).map(([name, url]) => {
     const card = document.createElement("figure");
     card.dataset.testid = "result";
     card.dataset.name = name;
     let media;
-    if (format === "mp4") {
+    if (format === "png") {  // a zip: nothing to show but what it holds
+      media = document.createElement("p");
+      media.textContent = "Every frame as a PNG, zipped, with layout.json.";
+    } else if (format === "mp4") {
       media = document.createElement("video");
       Object.assign(media, { autoplay: true, loop: true, muted: true, playsInline: true, controls: true });
     } else {
       media = document.createElement("img");
       media.alt = `The drawing, ${name.replaceAll("_", " ")}`;
     }
-    media.src = url;
+    if (format !== "png") media.src = url;
     const caption = document.createElement("figcaption");
     const label = document.createElement("span");
     label.textContent = name.replaceAll("_", " ");
     const link = document.createElement("a");
     link.href = url;
-    link.download = `${name}.${format}`;
+    link.download = `${name}.${SUFFIXES[format]}`;
     link.textContent = "Download";
     caption.append(label, link);
+    if (format === "sprites" && state.links[name]) {
+      const layout = document.createElement("a");
+      layout.href = state.links[name];
+      layout.download = `${name}.json`;
+      layout.textContent = "Layout";
+      layout.dataset.testid = "layout";
+      caption.append(layout);
+    }
     card.append(media, caption);
     return card;
   });

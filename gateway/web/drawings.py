@@ -82,6 +82,9 @@ def animate() -> Response:
     response = jsonify(answer.urls)
     if answer.figure_warnings:  # the body stays keyed by motion
         response.headers[FIGURE_WARNINGS_HEADER] = ",".join(answer.figure_warnings)
+    for motion, url in answer.layouts.items():  # format=sprites: each sheet's layout
+        response.headers.add("Link", f'<{url}>; rel="describedby"; type="application/json"; '
+                                     f'title="{motion}"')  # fmt: skip
     return response
 
 

@@ -16,8 +16,10 @@ from functools import cache
 from flask import Blueprint, Flask, Response, current_app, jsonify
 
 from animation import images
+from animation.formats import FORMATS
 from animation.mask_warnings import WARNINGS
 from animation.skeleton import COCO_KEYPOINTS
+from animation.sprites import LAYOUT_SCHEMA
 from gateway import errors
 from gateway.rendering.figures import FIGURE_WARNINGS_HEADER
 from gateway.web.error_handlers import HTTP_CODES
@@ -85,9 +87,12 @@ OPTIONS = {
     "fps": {"description": "Frames per second; the clip keeps its real duration, at most 150 "
             "frames.", "type": "integer", "minimum": FPS_RANGE[0], "maximum": FPS_RANGE[1],
             "default": DEFAULT_FPS},
-    "format": {"description": "gif (transparent), webp (animated, alpha) or mp4 (H.264 "
-               "yuv420p on a background colour).", "type": "string",
-               "enum": ["gif", "webp", "mp4"], "default": "gif"},
+    "format": {"description": "gif (transparent), webp (animated, alpha), mp4 (H.264 "
+               "yuv420p on a background colour), sprites (every frame in a transparent PNG "
+               "sheet; its layout, a SpriteLayout, is in the PNG's `layout` text chunk and "
+               "at the sheet's URL with .json, named in a Link header per motion) or png "
+               "(numbered transparent PNG frames and layout.json, zipped).", "type": "string",
+               "enum": list(FORMATS), "default": "gif"},
     "bbox": {"description": "[left, top, right, bottom] of the figure in the upload's pixels "
              "(after EXIF rotation): skips the detector. JSON text in a form or query.",
              **BOX},
@@ -213,7 +218,8 @@ def _get(summary: str, answer: dict, statuses: set[int] = frozenset()) -> dict:
 
 def _file_operation() -> dict:
     """GET /files/<key>: the whole file, or the byte range a video player asks for."""
-    content = {t: {"schema": {"type": "string"}} for t in ("image/gif", "image/webp", "video/mp4")}
+    content = {f.content_type: {"schema": {"type": "string"}} for f in FORMATS.values()}
+    content["application/json"] = {"schema": _schema("SpriteLayout")}
     operation = _get("A stored animation (file:// storage)",
                      {"description": "The animation", "content": content}, {404})  # fmt: skip
     operation["responses"]["206"] = {"description": "The byte range the Range header asked for",
@@ -237,7 +243,11 @@ def _operations() -> dict[tuple[str, str], dict]:
                                      "implausible (it animated with the best outline all the "
                                      "same): the warning codes, comma-separated, as /annotate's "
                                      "`quality.warnings` name them.",
-                                     "schema": {"type": "string"}}}},
+                                     "schema": {"type": "string"}},
+            "Link": {"description": "format=sprites: one per motion, `<url>; "
+                     "rel=\"describedby\"; type=\"application/json\"; title=\"<motion>\"`: "
+                     "where its sheet's layout (a SpriteLayout) is.",
+                     "schema": {"type": "string"}}}},
     )  # fmt: skip
     post_root = {**animate, "summary": "Animate a drawing (the Android app's route)"}
     annotate = _drawing_operation(
@@ -279,6 +289,9 @@ COMPONENTS = {
                 "request_id": {"type": "string"}}}}},
         "Animations": {"type": "object", "description": "motion name -> URL of its animation",
                        "additionalProperties": {"type": "string", "format": "uri"}},
+        "SpriteLayout": {**LAYOUT_SCHEMA, "description": "Where each frame lies in a sprite "
+                         "sheet (format=sprites) and how long it shows; also layout.json in "
+                         "format=png's zip, its x and y as a sheet would place them."},
         "Annotation": {"type": "object",
                        "required": ["image", "bbox", "bbox_score", "keypoints", "mask", "quality"],
                        "properties": {

@@ -21,9 +21,10 @@ import requests
 from PIL import Image
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from animation.skeleton import COCO_KEYPOINTS
+from animation.sprites import layout_of
 from tests.support.gateway_server import gateways
 from tests.support.images import drawing, encode
 from tests.support.real_photos import real_dev
@@ -312,3 +313,28 @@ def test_a_real_phone_photo(browser, gateway):
     assert not csp_violations(browser)
     browser.execute_script("document.getElementById('animate-section').scrollIntoView()")
     screenshot(browser, "page-real-results.png")
+
+
+def test_a_sprite_sheet_comes_with_its_layout(browser, gateway, drawing_file):
+    browser.set_window_size(1100, 1300)
+    open_page(browser, gateway.url)
+    upload(browser, drawing_file)
+    wait(browser, joints_shown)
+    for button in browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion]"):
+        if (button.get_attribute("aria-pressed") == "true") != (
+            button.get_attribute("data-name") == "dab"
+        ):
+            button.click()
+    Select(browser.find_element(By.ID, "format")).select_by_value("sprites")
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
+    wait(browser, lambda d: d.execute_script(
+        "const i = document.querySelector('[data-testid=result] img');"
+        " return i !== null && i.complete && i.naturalWidth > 0"))  # fmt: skip
+    result = browser.find_element(By.CSS_SELECTOR, "[data-testid=result]")
+    sheet = requests.get(result.find_element(By.TAG_NAME, "img").get_attribute("src"), timeout=10)
+    assert sheet.headers["Content-Type"] == "image/png"
+    layout_link = result.find_element(By.CSS_SELECTOR, "[data-testid=layout]")
+    assert layout_link.get_attribute("download") == "dab.json"
+    layout = requests.get(layout_link.get_attribute("href"), timeout=10).json()
+    assert layout == layout_of(sheet.content)
+    assert not csp_violations(browser)

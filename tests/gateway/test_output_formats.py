@@ -1,4 +1,4 @@
-"""`format=webp` and `format=mp4` end to end: real gunicorn (gevent), real TorchServe, the
+"""`format=webp`, `mp4`, `sprites` and `png` end to end: real gunicorn (gevent), real TorchServe, the
 gateway's own /files/ and a real S3-compatible server (moto), each serving the file with its
 format's content type, and the bytes decoding back to the clip asked for."""
 
@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import uuid
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import av
+import jsonschema
 import numpy as np
 import pytest
 import requests
 from PIL import Image
 
+from animation.sprites import layout_of
 from tests.animation.test_render import _frames as decoded_frames
 from tests.support.gateway_answers import assert_error, labels, stages
 from tests.support.gateway_server import GatewayServer, run_gateway
@@ -155,3 +159,73 @@ def test_s3_stores_each_format_with_its_content_type(s3_gateway, s3_server, fmt,
         check_mp4(data, frames, duration, background=(255, 255, 255))
     else:
         assert Image.open(io.BytesIO(data)).n_frames == frames
+
+
+def _layout_links(reply: requests.Response) -> dict[str, str]:
+    """format=sprites: motion -> its layout's URL, from the Link headers."""
+    found = re.findall(r'<([^>]*)>; rel="describedby"; type="application/json"; title="([^"]*)"',
+                       reply.headers.get("Link", ""))  # fmt: skip
+    return {motion: url for url, motion in found}
+
+
+def _gif_frames(url: str, seed: int) -> tuple[np.ndarray, list[int]]:
+    reply = animate(url, seed, motions=MOTION, **model_free(seed))
+    assert reply.status_code == 200, reply.text
+    _, frames, delays_ms = decoded_frames(fetch(reply.json()[MOTION], "image/gif"))
+    return frames, delays_ms
+
+
+def _same_after_alpha(frames: np.ndarray, gif: np.ndarray) -> None:
+    assert frames.shape == gif.shape
+    opaque = gif[..., 3] > 0
+    assert ((frames[..., 3] > 0) == opaque).all()
+    assert (frames[opaque][:, :3] == gif[opaque][:, :3]).all()
+
+
+def _rgba(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def _layout_schema(url: str) -> dict:
+    return requests.get(f"{url}/openapi.json", timeout=5).json()["components"]["schemas"][
+        "SpriteLayout"
+    ]
+
+
+def test_sprites_and_png_frames_are_the_gifs_frames_with_a_layout_the_api_describes(gateway):
+    gif, delays_ms = _gif_frames(gateway.url, 45)
+    schema = _layout_schema(gateway.url)
+
+    reply = animate(gateway.url, 45, motions=MOTION, format="sprites", **model_free(45))
+    assert reply.status_code == 200, reply.text
+    assert reply.json()[MOTION].endswith(f"/{MOTION}.png")
+    sheet = fetch(reply.json()[MOTION], "image/png")
+    layout = json.loads(fetch(_layout_links(reply)[MOTION], "application/json"))
+    jsonschema.validate(layout, schema)
+    assert layout == layout_of(sheet)
+    pixels = _rgba(sheet)
+    _same_after_alpha(np.stack([pixels[f["y"] : f["y"] + f["h"], f["x"] : f["x"] + f["w"]]
+                                for f in layout["frames"]]), gif)  # fmt: skip
+    assert [f["duration_ms"] for f in layout["frames"]] == delays_ms
+
+    reply = animate(gateway.url, 45, motions=MOTION, format="png", **model_free(45))
+    assert reply.status_code == 200, reply.text
+    assert "Link" not in reply.headers
+    with zipfile.ZipFile(io.BytesIO(fetch(reply.json()[MOTION], "application/zip"))) as archive:
+        frames = np.stack([_rgba(archive.read(n)) for n in sorted(archive.namelist())
+                           if n.startswith("frame_")])  # fmt: skip
+        jsonschema.validate(json.loads(archive.read("layout.json")), schema)
+    _same_after_alpha(frames, gif)
+
+
+def test_s3_stores_a_sprite_sheet_with_its_layout_before_it(s3_gateway, s3_server):
+    gateway, bucket = s3_gateway
+    reply = animate(gateway.url, 46, motions=MOTION, format="sprites", **model_free(46))
+    assert reply.status_code == 200, reply.text
+    sheet = fetch(reply.json()[MOTION], "image/png")
+    layout_url = _layout_links(reply)[MOTION]
+    assert "X-Amz-Signature=" in layout_url and f"/{MOTION}.json?" in layout_url
+    assert json.loads(fetch(layout_url, "application/json")) == layout_of(sheet)
+    again = animate(gateway.url, 46, motions=MOTION, format="sprites", **model_free(46))
+    assert "render" not in stages(again)  # answered from storage, the layout's URL with it
+    assert _layout_links(again)[MOTION].split("?")[0] == layout_url.split("?")[0]
