@@ -79,6 +79,8 @@ class MotionSpec:
     joint_map: dict[str, str] = field(default_factory=dict)  # role -> BVH joint (`map:`)
     start_s: float | None = None  # a segment in seconds, after the frame range
     end_s: float | None = None
+    group: str = ""  # dance, everyday, sport, silly...: how a listing groups it
+    default: bool = True  # rendered when a request names no motion
 
     def projection_of(self, group: str) -> str:
         return self.limb_projection.get(group, self.projection)
@@ -138,6 +140,8 @@ def _parse_spec(name: str, entry: object, base: Path, source: object) -> MotionS
             joint_map={str(k): str(v) for k, v in (entry.get("map") or {}).items()},
             start_s=seconds("start_s"),
             end_s=seconds("end_s"),
+            group=str(entry.get("group") or ""),
+            default=_flag(entry.get("default", True)),
         )
     except (TypeError, ValueError, IndexError, AttributeError) as exc:
         raise MotionError(f"{source}: motion {name!r}: {exc}") from exc
@@ -147,8 +151,14 @@ def _parse_spec(name: str, entry: object, base: Path, source: object) -> MotionS
 
 _ENTRY_KEYS = {
     "file", "description", "start_frame", "end_frame", "start_s", "end_s", "up", "map",
-    "projection", "limb_projection", "bones",
+    "projection", "limb_projection", "bones", "group", "default",
 }  # fmt: skip
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"default must be true or false, got {value!r}")
+    return value
 
 
 def _check_spec(spec: MotionSpec, source: object) -> None:
@@ -214,8 +224,10 @@ def motion_table(folder: str | Path | None = None) -> dict[str, MotionSpec]:
 
 
 def default_motions(table: dict[str, MotionSpec] | None = None) -> list[str]:
-    """The motions rendered when a request names none: every motion in the table."""
-    return list((table if table is not None else load_motion_table()).keys())
+    """The motions rendered when a request names none: those of the table not marked
+    `default: false`."""
+    table = table if table is not None else load_motion_table()
+    return [name for name, spec in table.items() if spec.default]
 
 
 # ---- loading ------------------------------------------------------------------------------
@@ -434,7 +446,8 @@ def load_motion_folder(
 
 def motion_summary(motion: Motion, fps: float, max_frames: int) -> dict:
     """What a listing (the CLI's `motions`, the gateway's /motions) shows of a motion at
-    `fps`: name, duration_s, fps, frames, rendered_s and cut_s (0 when nothing is cut)."""
+    `fps`: name, group, duration_s, fps, frames, rendered_s and cut_s (0 when nothing is
+    cut), description and whether it is a default."""
     plan = motion.plan(fps, max_frames)
     return {
         "name": motion.name,
@@ -444,4 +457,6 @@ def motion_summary(motion: Motion, fps: float, max_frames: int) -> dict:
         "rendered_s": round(plan.rendered_s, 3),
         "cut_s": round(plan.cut_s, 3),
         "description": motion.spec.description,
+        "group": motion.spec.group,
+        "default": motion.spec.default,
     }
