@@ -426,20 +426,165 @@ def zombie() -> tuple[float, list[tuple[float, Pose]]]:
     return 3.0, [(0.0, lifted), (0.75, landed), (1.5, dragging), (2.25, gathered)]
 
 
-MOTIONS = {
-    "dab": (dab, "a dab to each side: one arm up and out, the other bent across the chest"),
-    "jumping": (jumping, "crouch, take off, airborne, land, absorb"),
-    "wave_hello": (wave_hello, "a friendly wave with the right hand, body swaying"),
-    "zombie": (zombie, "a shambling zombie walk in place, arms stretched forward"),
-}
+def clap() -> tuple[float, list[tuple[float, Pose]]]:
+    """Clapping in front of the chest: the arms open, then the hands meet at the middle,
+    four times, the body bobbing a little with each clap."""
+    open_ = Pose(arms=symmetric((0.55, -0.55, 0.6), (0.8, 0.2, 0.55)))
+    together = Pose(
+        hips=(0.0, 0.0, 0.0),
+        turn={"Spine": (3, 0, 0), "Neck": (-3, 0, 0)},
+        arms=symmetric((0.3, -0.6, 0.75), (-0.6, 0.1, 0.8)),
+        legs=symmetric((0.02, -1, 0.08), (0.02, -1, -0.06)),
+    )
+    return 1.6, [(0.2 * k, together if k % 2 else open_) for k in range(8)]
+
+
+def cheer() -> tuple[float, list[tuple[float, Pose]]]:
+    """Both arms thrown up in a V, bouncing on the knees: a cheer."""
+    up = Pose(arms=symmetric((0.6, 0.8, 0.1), (0.5, 0.86, 0.05)))
+    bounce = Pose(
+        turn={"Spine": (4, 0, 0), "Neck": (-4, 0, 0)},
+        arms=symmetric((0.85, 0.45, 0.15), (0.35, 0.95, 0.1)),
+        legs=symmetric((0.08, -1, 0.3), (0.05, -1, -0.25)),
+    )
+    return 2.0, [(0.0, up), (0.5, bounce), (1.0, up), (1.5, bounce)]
+
+
+def wave_both() -> tuple[float, list[tuple[float, Pose]]]:
+    """Both arms raised, the forearms swinging side to side together: waving from afar."""
+    upper = v(0.85, 0.35, 0.15)
+
+    def pose(lean: float) -> Pose:
+        left = v(0.55 * lean, 1, 0.1)  # lean +1: out to the figure's left, -1: to its right
+        right = v(0.55 * lean, 1, 0.1)
+        return Pose(
+            hips=(1.5 * lean, 0.0, 0.0),
+            turn={"Spine": (0, 0, 2 * lean)},
+            arms={"left": (upper, left, left), "right": (mirror(upper), right, right)},
+        )
+
+    return 2.4, [(0.4 * k, pose(1.0 if k % 2 == 0 else -1.0)) for k in range(6)]
+
+
+def bow() -> tuple[float, list[tuple[float, Pose]]]:
+    """A bow: the body bends forward from the hips, holds, and straightens; the arms hang.
+    Seen from the side (LIMB_PROJECTION), so the bend shows; the head stays on the torso."""
+    bent = Pose(
+        hips=(0.0, 0.0, -4.0),
+        turn={"Spine": (60, 0, 0), "Spine1": (15, 0, 0), "Neck": (-10, 0, 0)},
+        arms=symmetric((0.1, -0.85, 0.55), (0.05, -0.75, 0.65)),
+    )
+    return 3.0, [(0.0, Pose()), (0.5, Pose()), (1.2, bent), (1.8, bent), (2.5, Pose())]
+
+
+def kick() -> tuple[float, list[tuple[float, Pose]]]:
+    """A side kick with each leg: the knee comes up, the leg shoots out sideways above the
+    other knee, and comes back; the arms up in a guard, the body leaning away a little."""
+    guard = symmetric((0.55, -0.55, 0.5), (0.05, 1, 0.35))
+
+    def kicking(side: str, out: bool) -> Pose:
+        lean = 1.0 if side == "right" else -1.0  # lean away from the kicking leg
+        thigh, shin = (
+            ((0.9, 0.25, 0.1), (1, 0.3, 0.05)) if out else ((0.6, -0.2, 0.7), (0.2, -1, 0))
+        )
+        leg = (v(*thigh), v(*shin), v(0.3, -0.2, 1))
+        legs = {side: leg if side == "left" else tuple(mirror(d) for d in leg)}
+        return Pose(hips=(3.0 * lean, 0.0, 0.0), turn={"Spine": (0, 0, 8 * lean)}, arms=guard,
+                    legs=legs)  # fmt: skip
+
+    stand = Pose(arms=guard)
+    return 3.2, [
+        (0.0, stand), (0.35, kicking("right", False)), (0.7, kicking("right", True)),
+        (0.95, kicking("right", True)), (1.3, kicking("right", False)), (1.6, stand),
+        (1.95, kicking("left", False)), (2.3, kicking("left", True)),
+        (2.55, kicking("left", True)), (2.9, kicking("left", False)),
+    ]  # fmt: skip
+
+
+def hop() -> tuple[float, list[tuple[float, Pose]]]:
+    """Hopping on the right leg, the left knee bent and its foot held up: three hops."""
+    # The left foot tucked up and out to its side, so a flat figure shows it held up (a
+    # shin folded straight back points at the camera and would show nothing).
+    held = (v(0.45, -1, 0.3), v(0.85, 0.25, -0.45), v(0.3, 0.2, 1))
+
+    def pose(air: float) -> Pose:  # air: 0 crouched on the ground .. 1 at the top
+        bend = 1.0 - air
+        return Pose(
+            hips=(0.0, 14.0 * air, 0.0),
+            turn={"Spine": (6 * bend, 0, 0)},
+            arms=symmetric((0.45, -0.7 + 0.5 * air, 0.3), (0.4, -0.4 + 0.8 * air, 0.5)),
+            legs={"left": held,
+                  "right": (mirror(v(0.05, -1, 0.45 * bend)), mirror(v(0.05, -1, -0.4 * bend)),
+                            mirror(v(0.05, -0.3, 1)))},
+        )  # fmt: skip
+
+    return 2.1, [(0.35 * k, pose(1.0 if k % 2 else 0.0)) for k in range(6)]
+
+
+def stomp() -> tuple[float, list[tuple[float, Pose]]]:
+    """Stomping like a giant: each knee lifted high out to its side, then the foot stamped
+    down, the body dipping onto it and the fists swinging. In the picture plane throughout."""
+
+    def lifted(side: str) -> Pose:
+        lean = 1.0 if side == "right" else -1.0  # onto the standing leg
+        leg = (v(0.75, -0.45, 0.2), v(0.1, -1, 0.05))
+        legs = {side: leg if side == "left" else tuple(mirror(d) for d in leg)}
+        return Pose(hips=(3.0 * lean, 0.0, 0.0), turn={"Spine": (0, 0, 6 * lean)},
+                    arms=symmetric((0.7, -0.5, 0.2), (0.2, 0.9, 0.2)), legs=legs)  # fmt: skip
+
+    stamped = Pose(
+        turn={"Spine": (6, 0, 0), "Neck": (-4, 0, 0)},
+        arms=symmetric((0.5, -0.85, 0.1), (0.45, -0.9, 0.1)),
+        legs=symmetric((0.25, -1, 0.2), (0.05, -1, -0.15)),
+    )
+    return 2.4, [(0.0, lifted("left")), (0.6, stamped), (1.2, lifted("right")), (1.8, stamped)]
+
+
+def box() -> tuple[float, list[tuple[float, Pose]]]:
+    """Boxing: from a guard (fists up before the chin), a punch straight out to each side
+    in turn, the body turning into it. Out to the side, the punches stay in the picture."""
+    guard = ((0.45, -0.6, 0.55), (-0.2, 0.9, 0.4))
+    punch = ((1, 0.1, 0.15), (1, 0.1, 0.1))
+
+    def pose(jab: str | None) -> Pose:
+        arms = {}
+        for side in ("left", "right"):
+            dirs = punch if side == jab else guard
+            arms[side] = tuple(v(*d) if side == "left" else mirror(v(*d)) for d in dirs)
+        lean = {"left": 1.0, "right": -1.0}.get(jab or "", 0.0)  # toward the punch
+        return Pose(hips=(2.0 * lean, 0.0, 0.0), turn={"Spine": (0, 0, -5 * lean)}, arms=arms,
+                    legs=symmetric((0.15, -1, 0.1), (0.08, -1, -0.05)))  # fmt: skip
+
+    return 2.0, [(0.0, pose(None)), (0.3, pose("left")), (0.8, pose(None)), (1.3, pose("right"))]
+
+
+MOTIONS = {  # name: (make, description, group, rendered when a request names none)
+    "dab": (dab, "a dab to each side: one arm up and out, the other bent across the chest",
+            "dance", True),
+    "jumping": (jumping, "crouch, take off, airborne, land, absorb", "sport", True),
+    "wave_hello": (wave_hello, "a friendly wave with the right hand, body swaying",
+                   "everyday", True),
+    "zombie": (zombie, "a shambling zombie walk in place, arms stretched forward", "silly", True),
+    "clap": (clap, "clapping in front of the chest, four claps", "everyday", False),
+    "cheer": (cheer, "both arms thrown up in a V, bouncing on the knees", "dance", False),
+    "wave_both": (wave_both, "both arms up, waving side to side together", "everyday", False),
+    "bow": (bow, "a bow from the hips, seen from the side", "everyday", False),
+    "kick": (kick, "a side kick with each leg, fists up in a guard", "sport", False),
+    "hop": (hop, "three hops on the right foot, the left one tucked up", "sport", False),
+    "stomp": (stomp, "stomping like a giant: each knee lifted high, the foot stamped down",
+              "silly", False),
+    "box": (box, "boxing: from a guard, a punch out to each side in turn", "sport", False),
+}  # fmt: skip
 # Limb groups not seen from the front. The zombie's arms and legs are seen from the side:
 # both arms reach the same way in the picture (a per-limb best_fit plane would send each
-# arm to its own side, a scarecrow), and the step-and-drag stride shows.
+# arm to its own side, a scarecrow), and the step-and-drag stride shows. The bow's torso
+# and arms too: bending forward is what it is.
 LIMB_PROJECTION = {
     "zombie": {
         "left_arm": "sagittal", "right_arm": "sagittal",
         "left_leg": "sagittal", "right_leg": "sagittal",
     },
+    "bow": {"torso": "sagittal", "left_arm": "sagittal", "right_arm": "sagittal"},
 }  # fmt: skip
 
 BONES = {
@@ -466,11 +611,13 @@ def motion_table() -> str:
         "# image's right), per limb group in limb_projection.",
         "motions:",
     ]
-    for name, (_, description) in MOTIONS.items():
+    for name, (_, description, group, default) in MOTIONS.items():
         lines += [
             f"  {name}:",
             f"    file: {name}.bvh",
             f"    description: {json.dumps(description)}",
+            f"    group: {group}",
+            *([] if default else ["    default: false"]),
             "    start_frame: 0",
             "    end_frame: null",
             "    up: y",
@@ -489,7 +636,7 @@ def motion_table() -> str:
 def main(out_dir: Path = ROOT) -> None:
     """Write every motion's BVH file and the motion table into out_dir."""
     out_dir = Path(out_dir)
-    for name, (make, _) in MOTIONS.items():
+    for name, (make, *_) in MOTIONS.items():
         duration, keys = make()
         (out_dir / f"{name}.bvh").write_text(format_bvh(clip_to_bvh(duration, keys)))
     (out_dir / "motions.yaml").write_text(motion_table())

@@ -323,7 +323,9 @@ COMPONENTS = {
                 "rendered_s": {"type": "number", "description": "seconds of it rendered: at "
                                "most 150 frames at the fps"},
                 "cut_s": {"type": "number", "description": "seconds a long clip loses (0: none)"},
-                "default": {"type": "boolean"}, "description": {"type": "string"}}}}}},
+                "default": {"type": "boolean"}, "description": {"type": "string"},
+                "group": {"type": "string", "description": "dance, everyday, sport, silly "
+                          "(empty for an uploaded folder's motion without one)"}}}}}},
     },
     "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                    "description": "Needed by the POST routes when API_KEY is set"}},

@@ -13,7 +13,8 @@ import pytest
 import requests
 from PIL import Image
 
-from tests.support.gateway_answers import DEFAULT_MOTIONS, labels
+from animation.motions import motion_table
+from tests.support.gateway_answers import labels
 from tests.support.gateway_server import GatewayServer, run_gateway
 from tests.support.images import drawing, encode
 from tests.support.motion_files import CONVENTIONS, convention, lengthened, with_bad_number
@@ -42,7 +43,7 @@ def folder_gateway(model_env, motions_dir, tmp_path_factory) -> Iterator[Gateway
 def test_the_folder_is_listed_with_what_a_long_clip_loses(folder_gateway):
     table = requests.get(f"{folder_gateway.url}/motions", timeout=5).json()
     rows = {row["name"]: row for row in table["motions"]}
-    assert list(rows) == [*DEFAULT_MOTIONS, "long_dance", "shamble"]
+    assert list(rows) == [*motion_table(), "long_dance", "shamble"]
     assert table["defaults"] == ["dab"]
     assert rows["shamble"]["description"] == "a slow zombie walk"
     assert rows["shamble"]["cut_s"] == 0 and rows["shamble"]["frames"] == 45
