@@ -12,6 +12,8 @@ import threading
 from functools import cached_property
 from pathlib import Path
 
+from gevent.lock import Semaphore
+
 from animation.motions import (
     MotionError,
     MotionSpec,
@@ -21,6 +23,8 @@ from animation.motions import (
     motion_table,
 )
 from animation.version import motion_version
+from gateway.rendering import tasks
+from gateway.rendering.pool import CpuPool
 from gateway.web.options import DEFAULT_FPS
 
 MAX_FRAMES = 150  # animation.render's default cap
@@ -35,6 +39,8 @@ class MotionCatalogue:
         self._configured_defaults = configured_defaults
         self.motions_dir = motions_dir
         self._lock = threading.Lock()
+        self._previews: dict[str, bytes] = {}
+        self._rendering = Semaphore()  # one preview rendered at a time (greenlets wait)
 
     @cached_property
     def table(self) -> dict[str, MotionSpec]:
@@ -54,15 +60,30 @@ class MotionCatalogue:
 
     @cached_property
     def summary(self) -> list[dict]:
-        """Each motion at the default fps: name, duration, frames, what a long clip loses
-        (`rendered_s`, `cut_s`), whether it is a default, description."""
+        """Each motion at the default fps: name, group, duration, frames, what a long clip
+        loses (`rendered_s`, `cut_s`), whether it is a default, description, and where its
+        preview is."""
         with self._lock:
             out = []
             for name in self.table:
                 motion = load_motion(name, table=self.table)
                 row = motion_summary(motion, DEFAULT_FPS, MAX_FRAMES)
-                out.append({**row, "default": name in self.defaults})
+                out.append({**row, "default": name in self.defaults,
+                            "preview": f"/motions/{name}/preview.gif"})  # fmt: skip
             return out
+
+    def preview(self, name: str, pool: CpuPool) -> bytes:
+        """`name`'s preview GIF (`tasks.preview`), rendered in a render worker the first time
+        it is asked for and kept; one at a time, so a page's first visit never fills the pool
+        with them. KeyError for a name not in the table."""
+        if name not in self.table:
+            raise KeyError(name)
+        if name not in self._previews:
+            with self._rendering:
+                if name not in self._previews:
+                    job = tasks.PreviewJob(name, self.motions_dir)
+                    self._previews[name] = pool.run(tasks.preview, job)
+        return self._previews[name]
 
     @cached_property
     def versions(self) -> dict[str, str]:

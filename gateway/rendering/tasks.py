@@ -234,6 +234,30 @@ def read_motion(upload: MotionUpload) -> Motion:
     )
 
 
+# ---- previews ---------------------------------------------------------------------------
+# A motion's preview: the generated test character (animation.tools.testchar), small and
+# short, the same for every motion, so the motions can be told apart at a glance.
+PREVIEW_OPTIONS = RenderOptions(size=96, fps=10, max_frames=40)
+
+
+@dataclass(frozen=True)
+class PreviewJob:
+    motion: str
+    motions_dir: Path | None = None
+
+
+@cache
+def _preview_rig():
+    from animation.tools.testchar import draw_character
+
+    return rig_for(draw_character(0), PREVIEW_OPTIONS.size)
+
+
+def preview(job: PreviewJob) -> bytes:
+    """The GIF of `job.motion` (a table name) on the generated test character."""
+    return render_motion(_preview_rig(), _motion(job.motion, job.motions_dir), PREVIEW_OPTIONS)
+
+
 # ---- rig and render ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class RenderJob:

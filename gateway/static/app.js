@@ -370,23 +370,56 @@ async function maskOption() {
 
 // --- 3. motions, 4. animations ----------------------------------------------------------
 
+// Groups in the order the page shows them; a motion without one (a MOTIONS_DIR file) last.
+const GROUPS = ["dance", "everyday", "sport", "silly"];
+
 async function loadMotions() {
   const reply = await fetch("/motions");
   if (!reply.ok) throw new ShownError("The list of motions could not be loaded. Reload the page.");
   const table = await reply.json();
-  $("motions").replaceChildren(...table.motions.map((motion) => {
-    const button = document.createElement("button");
-    button.type = "button";
-    button.textContent = motion.name.replaceAll("_", " ");
-    button.title = motion.description || "";
-    button.dataset.testid = "motion";
-    button.dataset.name = motion.name;
-    button.setAttribute("aria-pressed", String(table.defaults.includes(motion.name)));
-    button.addEventListener("click", () => {
-      button.setAttribute("aria-pressed", String(button.getAttribute("aria-pressed") !== "true"));
-    });
-    return button;
-  }));
+  const groups = new Map([...GROUPS, ""].map((g) => [g, []]));
+  for (const motion of table.motions) {
+    const group = groups.has(motion.group) ? motion.group : "";
+    groups.get(group).push(motionButton(motion, table.defaults.includes(motion.name)));
+  }
+  const sections = [...groups].filter(([, buttons]) => buttons.length).map(([group, buttons]) => {
+    const section = document.createElement("div");
+    section.className = "motion-group";
+    section.dataset.testid = "motion-group";
+    section.dataset.group = group;
+    section.setAttribute("role", "group");
+    const heading = document.createElement("h3");
+    heading.textContent = group || "more";
+    section.setAttribute("aria-label", heading.textContent);
+    const row = document.createElement("div");
+    row.className = "motions";
+    row.append(...buttons);
+    section.append(heading, row);
+    return section;
+  });
+  $("motions").replaceChildren(...sections);
+}
+
+function motionButton(motion, pressed) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.title = motion.description || "";
+  button.dataset.testid = "motion";
+  button.dataset.name = motion.name;
+  button.setAttribute("aria-pressed", String(pressed));
+  const preview = document.createElement("img");
+  preview.src = motion.preview;
+  preview.alt = "";  // the name says it; the picture shows it
+  preview.dataset.testid = "preview";
+  preview.loading = "lazy";
+  preview.width = preview.height = 48;
+  const label = document.createElement("span");
+  label.textContent = motion.name.replaceAll("_", " ");
+  button.append(preview, label);
+  button.addEventListener("click", () => {
+    button.setAttribute("aria-pressed", String(button.getAttribute("aria-pressed") !== "true"));
+  });
+  return button;
 }
 
 function chosenMotions() {

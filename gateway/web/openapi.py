@@ -275,6 +275,11 @@ def _operations() -> dict[tuple[str, str], dict]:
                 "200": _json("Ready", _schema("Readiness")),
                 "503": _json("Not ready: `missing` names each problem", _schema("Readiness"))}},
         ("/motions", "GET"): _get("The motion table", _json("Motions", _schema("Motions"))),
+        ("/motions/<name>/preview.gif", "GET"): _get(
+            "A motion's preview: a small animated GIF of it on a generated figure (rendered "
+            "on first request, then kept; cacheable, with an ETag)",
+            {"description": "The preview",
+             "content": {"image/gif": {"schema": {"type": "string"}}}}, {404}),
         ("/metrics", "GET"): _get("Prometheus metrics", {"description": "Prometheus text", "content": {
             "text/plain": {"schema": {"type": "string"}}}}),
         ("/files/<path:key>", "GET"): _file_operation(),
@@ -325,7 +330,8 @@ COMPONENTS = {
                 "cut_s": {"type": "number", "description": "seconds a long clip loses (0: none)"},
                 "default": {"type": "boolean"}, "description": {"type": "string"},
                 "group": {"type": "string", "description": "dance, everyday, sport, silly "
-                          "(empty for an uploaded folder's motion without one)"}}}}}},
+                          "(empty for an uploaded folder's motion without one)"},
+                "preview": {"type": "string", "description": "the path of its preview GIF"}}}}}},
     },
     "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                    "description": "Needed by the POST routes when API_KEY is set"}},

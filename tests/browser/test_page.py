@@ -338,3 +338,44 @@ def test_a_sprite_sheet_comes_with_its_layout(browser, gateway, drawing_file):
     layout = requests.get(layout_link.get_attribute("href"), timeout=10).json()
     assert layout == layout_of(sheet.content)
     assert not csp_violations(browser)
+
+
+def test_the_motions_come_by_group_with_previews_and_one_of_each_animates(
+    browser, gateway, drawing_file
+):
+    browser.set_window_size(1100, 1300)
+    open_page(browser, gateway.url)
+    upload(browser, drawing_file)
+    wait(browser, joints_shown)
+    groups = browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion-group]")
+    assert [g.get_attribute("data-group") for g in groups] == [
+        "dance",
+        "everyday",
+        "sport",
+        "silly",
+    ]
+    wait(browser, lambda d: d.execute_script(
+        "return [...document.querySelectorAll('[data-testid=preview]')]"
+        ".every(i => i.complete && i.naturalWidth > 0)"))  # fmt: skip
+    chosen = []
+    for group in groups:
+        buttons = group.find_elements(By.CSS_SELECTOR, "[data-testid=motion]")
+        assert buttons and all(b.find_element(By.TAG_NAME, "img") for b in buttons)
+        chosen.append(buttons[-1].get_attribute("data-name"))  # not a default: the last
+    for button in browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion]"):
+        if (button.get_attribute("aria-pressed") == "true") != (
+            button.get_attribute("data-name") in chosen
+        ):
+            button.click()
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-testid=result] img")) == 4
+         and d.execute_script("return [...document.querySelectorAll('[data-testid=result] img')]"
+                              ".every(i => i.complete && i.naturalWidth > 0)"))  # fmt: skip
+    shown = [
+        r.get_attribute("data-name")
+        for r in browser.find_elements(By.CSS_SELECTOR, "[data-testid=result]")
+    ]
+    assert sorted(shown) == sorted(chosen)
+    assert not csp_violations(browser)
+    browser.execute_script("document.getElementById('animate-section').scrollIntoView()")
+    screenshot(browser, "page-motions.png")
