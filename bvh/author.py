@@ -558,6 +558,198 @@ def box() -> tuple[float, list[tuple[float, Pose]]]:
     return 2.0, [(0.0, pose(None)), (0.3, pose("left")), (0.8, pose(None)), (1.3, pose("right"))]
 
 
+def walk() -> tuple[float, list[tuple[float, Pose]]]:
+    """Walking on the spot, seen from the side (LIMB_PROJECTION): each leg strides forward
+    in turn, the arms swinging against the legs."""
+
+    def stride(lead: str) -> Pose:
+        back = "right" if lead == "left" else "left"
+        legs = {
+            lead: (v(0, -1, 0.42), v(0, -1, 0.2), v(0, -0.4, 1)),
+            back: (v(0, -1, -0.38), v(0, -1, -0.5), v(0, -0.7, 1)),
+        }
+        arms = {
+            back: (v(0.05, -1, 0.45), v(0.0, -0.8, 0.75)),
+            lead: (v(0.05, -1, -0.4), v(0.0, -1, -0.25)),
+        }
+        return Pose(turn={"Spine": (3, 0, 0)}, arms={s: tuple(d if s == "left" else mirror(d)
+                    for d in arms[s]) for s in arms}, legs={s: tuple(d if s == "left" else
+                    mirror(d) for d in legs[s]) for s in legs})  # fmt: skip
+
+    passing = Pose(turn={"Spine": (3, 0, 0)}, legs={"left": (v(0, -1, 0.15), v(0, -1, -0.15)),
+                   "right": (v(0, -1, -0.05), v(0, -1, -0.05))})  # fmt: skip
+    return 2.0, [(0.0, stride("left")), (0.5, passing), (1.0, stride("right")),
+                 (1.5, mirror_pose(passing))]  # fmt: skip
+
+
+def run() -> tuple[float, list[tuple[float, Pose]]]:
+    """Running on the spot, seen from the side: knees driven high in turn, the bent arms
+    pumping against them, the body leaning a little into the run."""
+
+    def drive(lead: str) -> Pose:
+        back = "right" if lead == "left" else "left"
+        legs = {
+            lead: (v(0, -0.2, 1), v(0, -1, 0.1), v(0, -0.3, 1)),
+            back: (v(0, -1, -0.3), v(0, -0.6, -1), v(0, 0.2, 1)),
+        }
+        arms = {
+            back: (v(0.05, -0.7, 0.7), v(0, 0.6, 0.8)),
+            lead: (v(0.05, -0.6, -0.8), v(0, -0.3, 1)),
+        }
+        mirror_side = {
+            s: (lambda d, s=s: d if s == "left" else mirror(d)) for s in ("left", "right")
+        }
+        return Pose(turn={"Spine": (8, 0, 0), "Neck": (-6, 0, 0)},
+                    arms={s: tuple(mirror_side[s](d) for d in arms[s]) for s in arms},
+                    legs={s: tuple(mirror_side[s](d) for d in legs[s]) for s in legs})  # fmt: skip
+
+    return 0.9, [(0.0, drive("left")), (0.45, drive("right"))]
+
+
+def jump_rope() -> tuple[float, list[tuple[float, Pose]]]:
+    """Skipping a rope: little hops on both feet, the hands out by the hips turning it."""
+
+    def pose(air: float, turn: float) -> Pose:
+        fore = (0.9 * np.cos(turn), -0.35 + 0.35 * np.sin(turn), 0.3)  # never above level
+        return Pose(hips=(0.0, 7.0 * air, 0.0),
+                    arms=symmetric((0.35, -1, 0.05), fore),
+                    legs=symmetric((0.04, -1, 0.12 * (1 - air)), (0.02, -1, -0.1 * (1 - air)),
+                                   (0.05, -0.6 + 0.3 * air, 1)))  # fmt: skip
+
+    return 2.4, [(0.3 * k, pose(float(k % 2), np.pi * k / 2)) for k in range(8)]
+
+
+def shrug() -> tuple[float, list[tuple[float, Pose]]]:
+    """A shrug: elbows at the sides, the forearms turned out with the palms up, the head
+    tipped a little: "I don't know" (twice)."""
+    shrugged = Pose(turn={"Neck": (0, 0, 8), "Head": (0, 0, 6)},
+                    arms=symmetric((0.25, -1, 0.1), (1, 0.45, 0.25), (1, 0.6, 0.2)))  # fmt: skip
+    return 3.0, [(0.0, Pose()), (0.5, shrugged), (1.1, shrugged), (1.5, Pose()),
+                 (2.0, mirror_pose(shrugged)), (2.6, mirror_pose(shrugged))]  # fmt: skip
+
+
+def robot() -> tuple[float, list[tuple[float, Pose]]]:
+    """The robot: upper arms out level, the forearms snapping square at the elbow, one up and
+    one down, then swapped; each pose held still a moment (keyed twice)."""
+
+    def pose(left_up: bool) -> Pose:
+        up, down = v(0, 1, 0.05), v(0, -1, 0.05)
+        return Pose(arms={"left": (v(1, 0, 0.05), up if left_up else down),
+                          "right": (mirror(v(1, 0, 0.05)), down if left_up else up)})  # fmt: skip
+
+    a, b = pose(True), pose(False)
+    return 2.4, [(0.0, a), (0.45, a), (0.6, b), (1.05, b), (1.2, a), (1.65, a), (1.8, b),
+                 (2.25, b)]  # fmt: skip
+
+
+def swim() -> tuple[float, list[tuple[float, Pose]]]:
+    """Swimming on dry land: the arms windmill in turn in the picture plane, over the head
+    and down past the hips, as in a front crawl seen from ahead."""
+
+    def pose(phase: float) -> Pose:
+        # each arm goes round a circle at its side, the right half a turn behind the left
+        def arm(angle: float) -> tuple:
+            d = (0.35 + 0.65 * np.cos(angle), np.sin(angle), 0.15)
+            return (d, d)
+
+        left, right = arm(phase), arm(phase + np.pi)
+        return Pose(turn={"Spine": (0, 0, 4 * np.sin(phase))},
+                    arms={"left": tuple(v(*d) for d in left),
+                          "right": tuple(mirror(v(*d)) for d in right)})  # fmt: skip
+
+    return 2.4, [(0.3 * k, pose(np.pi * k / 4)) for k in range(8)]
+
+
+def dizzy() -> tuple[float, list[tuple[float, Pose]]]:
+    """Dizzy: the body wobbling round in a slow circle, arms flopping out for balance, the
+    head lolling a little the other way."""
+
+    def pose(angle: float) -> Pose:
+        sx, sz = np.cos(angle), np.sin(angle)
+        return Pose(hips=(5.0 * sx, 0.0, 3.0 * sz),
+                    turn={"Spine": (5 * sz, 0, -9 * sx), "Neck": (0, 0, 10 * sx)},
+                    arms=symmetric((0.8, -0.5 + 0.3 * sx, 0.2), (0.7, -0.3 - 0.3 * sx, 0.3)),
+                    legs=symmetric((0.1 - 0.05 * sx, -1, 0.05), (0.05, -1, 0)))  # fmt: skip
+
+    return 3.2, [(0.4 * k, pose(np.pi * k / 4)) for k in range(8)]
+
+
+def sneak() -> tuple[float, list[tuple[float, Pose]]]:
+    """Sneaking on tiptoe: crouched low, hands up like paws before the chest, creeping one
+    slow step after the other (legs seen from the side)."""
+
+    def step(lead: str) -> Pose:
+        back = "right" if lead == "left" else "left"
+        legs = {
+            lead: (v(0, -0.55, 0.85), v(0, -1, -0.35), v(0, -0.7, 1)),
+            back: (v(0, -0.9, -0.45), v(0, -0.55, -0.85), v(0, -0.9, 0.6)),
+        }
+        flip = {s: (lambda d, s=s: d if s == "left" else mirror(d)) for s in ("left", "right")}
+        return Pose(hips=(0.0, 0.0, 2.0), turn={"Spine": (14, 0, 0), "Neck": (-10, 0, 0)},
+                    arms=symmetric((0.3, -0.6, 0.7), (0.15, 0.9, 0.3), (0.1, -0.6, 0.8)),
+                    legs={s: tuple(flip[s](d) for d in legs[s]) for s in legs})  # fmt: skip
+
+    return 3.0, [(0.0, step("left")), (1.5, step("right"))]
+
+
+def star_jump() -> tuple[float, list[tuple[float, Pose]]]:
+    """Star jumps: jump out into a star, arms up and legs apart, and back in, three times."""
+    star = Pose(hips=(0.0, 6.0, 0.0), arms=symmetric((0.75, 0.7, 0.05), (0.6, 0.8, 0.0)),
+                legs=symmetric((0.4, -1, 0.05), (0.35, -1, 0)))  # fmt: skip
+    closed = Pose(arms=symmetric((0.12, -1, 0.05), (0.08, -1, 0.1)),
+                  legs=symmetric((0.02, -1, 0.1), (0.02, -1, -0.08)))  # fmt: skip
+    return 2.4, [(0.4 * k, star if k % 2 else closed) for k in range(6)]
+
+
+def disco() -> tuple[float, list[tuple[float, Pose]]]:
+    """Disco: the right arm points up across to the left, then down across to the right,
+    the other hand on the hip, the hips swaying with it; then the same with the left arm."""
+    on_hip = (v(0.75, -0.55, 0.1), v(-0.55, -0.5, 0.3))
+
+    def point(side: str, up: bool) -> Pose:
+        arm = (
+            (v(0.55, 0.85, 0.15), v(0.5, 0.85, 0.1))
+            if up
+            else (v(0.75, -0.65, 0.15), v(0.7, -0.7, 0.1))
+        )
+        other = "left" if side == "right" else "right"
+        flip = (lambda d: d) if side == "left" else mirror
+        oflip = (lambda d: d) if other == "left" else mirror
+        sway = (1.0 if up else -1.0) * (1.0 if side == "left" else -1.0)
+        return Pose(hips=(3.0 * sway, 0.0, 0.0), turn={"Spine": (0, 0, -4 * sway)},
+                    arms={side: tuple(flip(d) for d in arm), other: tuple(oflip(d) for d in on_hip)},
+                    legs=symmetric((0.12 + 0.05 * sway, -1, 0.05), (0.05, -1, 0)))  # fmt: skip
+
+    return 3.2, [(0.0, point("left", True)), (0.4, point("left", False)),
+                 (0.8, point("left", True)), (1.2, point("left", False)),
+                 (1.6, point("right", True)), (2.0, point("right", False)),
+                 (2.4, point("right", True)), (2.8, point("right", False))]  # fmt: skip
+
+
+def skip() -> tuple[float, list[tuple[float, Pose]]]:
+    """Skipping: a hop on one foot with the other knee up out to its side, then the other
+    way, the arms swinging up with each knee."""
+
+    def pose(side: str, air: float) -> Pose:
+        knee = (v(0.55, -0.55, 0.35), v(0.15, -1, 0.1), v(0.3, -0.2, 1))
+        legs = {side: knee if side == "left" else tuple(mirror(d) for d in knee)}
+        lift = 0.6 * air
+        arms = symmetric((0.5, -0.7 + lift, 0.2), (0.45, -0.4 + lift, 0.3))
+        return Pose(hips=(0.0, 10.0 * air, 0.0), arms=arms, legs=legs)
+
+    # From the ground, as every clip that leaves it starts and ends.
+    return 1.6, [(0.0, pose("right", 0.0)), (0.4, pose("left", 1.0)), (0.8, pose("left", 0.0)),
+                 (1.2, pose("right", 1.0))]  # fmt: skip
+
+
+def stretch() -> tuple[float, list[tuple[float, Pose]]]:
+    """A morning stretch: the arms reach high overhead, the body rising tall, then they open
+    wide and come down slowly."""
+    high = Pose(turn={"Neck": (-6, 0, 0)}, arms=symmetric((0.2, 1, 0.05), (0.12, 1, 0.0)))
+    wide = Pose(arms=symmetric((1, 0.35, 0.05), (1, 0.3, 0.0)))
+    return 4.0, [(0.0, Pose()), (1.0, high), (1.8, high), (2.6, wide), (3.2, Pose())]
+
+
 MOTIONS = {  # name: (make, description, group, rendered when a request names none)
     "dab": (dab, "a dab to each side: one arm up and out, the other bent across the chest",
             "dance", True),
@@ -574,17 +766,36 @@ MOTIONS = {  # name: (make, description, group, rendered when a request names no
     "stomp": (stomp, "stomping like a giant: each knee lifted high, the foot stamped down",
               "silly", False),
     "box": (box, "boxing: from a guard, a punch out to each side in turn", "sport", False),
+    "walk": (walk, "walking on the spot, seen from the side", "everyday", False),
+    "run": (run, "running on the spot, knees high, arms pumping, seen from the side",
+            "sport", False),
+    "jump_rope": (jump_rope, "little hops over a rope the hands turn", "sport", False),
+    "shrug": (shrug, "a shrug: forearms out, palms up, \"I don't know\"", "everyday", False),
+    "robot": (robot, "the robot: forearms snapping square, one up, one down", "dance", False),
+    "swim": (swim, "swimming on dry land: the arms windmilling in turn", "sport", False),
+    "dizzy": (dizzy, "dizzy: wobbling round in a slow circle, arms out", "silly", False),
+    "sneak": (sneak, "sneaking on tiptoe, crouched, hands up like paws", "silly", False),
+    "star_jump": (star_jump, "star jumps: out into a star and back in", "sport", False),
+    "disco": (disco, "disco: an arm pointing up across and down across, hips swaying",
+              "dance", False),
+    "skip": (skip, "skipping: a hop with the other knee up, side to side", "dance", False),
+    "stretch": (stretch, "a morning stretch: arms high overhead, then wide and down",
+                "everyday", False),
 }  # fmt: skip
 # Limb groups not seen from the front. The zombie's arms and legs are seen from the side:
 # both arms reach the same way in the picture (a per-limb best_fit plane would send each
-# arm to its own side, a scarecrow), and the step-and-drag stride shows. The bow's torso
-# and arms too: bending forward is what it is.
+# arm to its own side, a scarecrow), and the step-and-drag stride shows; so do a walk's, a
+# run's and a sneak's. The bow's torso and arms too: bending forward is what it is.
+_SIDE_VIEW = {
+    "left_arm": "sagittal", "right_arm": "sagittal",
+    "left_leg": "sagittal", "right_leg": "sagittal",
+}  # fmt: skip
 LIMB_PROJECTION = {
-    "zombie": {
-        "left_arm": "sagittal", "right_arm": "sagittal",
-        "left_leg": "sagittal", "right_leg": "sagittal",
-    },
+    "zombie": _SIDE_VIEW,
     "bow": {"torso": "sagittal", "left_arm": "sagittal", "right_arm": "sagittal"},
+    "walk": _SIDE_VIEW,
+    "run": _SIDE_VIEW,
+    "sneak": _SIDE_VIEW,
 }  # fmt: skip
 
 BONES = {

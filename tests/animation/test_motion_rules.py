@@ -16,7 +16,9 @@ from tests.support.real_photos import real_dev
 
 DRAWINGS = ["char1", "char2", "char3", "char4"]
 BENDING = {"bow"}  # bending is the point of these: the body leaves the upright rule
-LEAVING_THE_GROUND = {"jumping": 0.1, "hop": 0.03}  # how high, of the figure's height
+# How high each of these leaves the ground at least, of the figure's height.
+LEAVING_THE_GROUND = {"jumping": 0.1, "hop": 0.03, "skip": 0.03, "jump_rope": 0.02,
+                      "star_jump": 0.02}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -204,3 +206,132 @@ def test_boxing_punches_each_fist_out_to_its_side_in_turn(clips, drawing):
     for k, side in enumerate(("left", "right")):
         punched = (reach[:, k] > 0.3) & (reach[:, k] > reach[:, 1 - k] + 0.1)
         assert punched.sum() >= 2, side
+
+
+def _ground_rise(f: np.ndarray) -> np.ndarray:
+    """(F,) how far the lower foot is above its lowest, of the figure's height."""
+    lowest = f[:, [J["left_foot"], J["right_foot"]], 1].max(axis=1)
+    return (lowest.max() - lowest) / _height(f)
+
+
+def _rest(drawing: str) -> np.ndarray:
+    c = load_character(real_dev(drawing))
+    return guard_joints(c.mask, c.skeleton.rest).rest
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_a_walk_strides_each_foot_forward_in_turn(clips, drawing):
+    f = clips[drawing, "walk"]
+    # Side view: each foot ahead of its own hip (the drawing's stance cancels out).
+    reach = f[:, [J["left_foot"], J["right_foot"]], 0] - f[:, [J["left_hip"], J["right_hip"]], 0]
+    ahead = (reach[:, 0] - reach[:, 1]) / _height(f)
+    assert ahead.max() > 0.1 and ahead.min() < -0.1
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_a_run_drives_each_knee_up_in_turn(clips, drawing):
+    f = clips[drawing, "run"]
+    knees = f[:, [J["left_knee"], J["right_knee"]], 1]
+    rise = (knees.max(axis=0) - knees) / _height(f)
+    assert (rise.max(axis=0) > 0.1).all()
+    assert np.argmax(rise[:, 0]) != np.argmax(rise[:, 1])
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_skipping_a_rope_hops_with_the_hands_low(clips, drawing):
+    f = clips[drawing, "jump_rope"]
+    assert _times(_ground_rise(f) > 0.02) >= 3
+    hands, shoulders = (
+        f[:, [J["left_hand"], J["right_hand"]], 1],
+        f[:, [J["left_shoulder"], J["right_shoulder"]], 1],
+    )
+    assert (hands > shoulders).all(axis=1).mean() > 0.8
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_a_shrug_turns_both_forearms_out(clips, drawing):
+    f = clips[drawing, "shrug"]
+    mid = f[:, [J["torso"]], 0]
+    out = np.abs(f[:, [J["left_hand"], J["right_hand"]], 0] - mid) > np.abs(
+        f[:, [J["left_elbow"], J["right_elbow"]], 0] - mid
+    )
+    up = f[:, [J["left_hand"], J["right_hand"]], 1] < f[:, [J["left_elbow"], J["right_elbow"]], 1]
+    assert (out & up).all(axis=1).sum() >= 5
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_the_robot_holds_one_forearm_up_and_one_down_then_swaps(clips, drawing):
+    f = clips[drawing, "robot"]
+    up = f[:, [J["left_hand"], J["right_hand"]], 1] < f[:, [J["left_elbow"], J["right_elbow"]], 1]
+    assert (up[:, 0] & ~up[:, 1]).sum() >= 3 and (up[:, 1] & ~up[:, 0]).sum() >= 3
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_swimming_windmills_each_arm_over_and_under_in_turn(clips, drawing):
+    f = clips[drawing, "swim"]
+    over = (
+        f[:, [J["left_hand"], J["right_hand"]], 1]
+        < f[:, [J["left_shoulder"], J["right_shoulder"]], 1]
+    )
+    assert over.any(axis=0).all() and (~over).any(axis=0).all()
+    assert (over[:, 0] != over[:, 1]).mean() > 0.5  # mostly one up while the other is down
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_dizzy_wobbles_the_body_from_side_to_side(clips, drawing):
+    f = clips[drawing, "dizzy"]
+    assert np.ptp(f[:, J["hip"], 0]) > 0.04 * _height(f)
+    assert np.ptp(_angle(f[:, J["torso"]] - f[:, J["hip"]])) > 5
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_sneaking_crouches_with_the_hands_up(clips, drawing):
+    f, rest = clips[drawing, "sneak"], _rest(drawing)
+
+    def legs_to_back(j: np.ndarray) -> np.ndarray:  # leg height against the back's length
+        feet = j[..., [J["left_foot"], J["right_foot"]], 1].max(axis=-1)
+        back = np.linalg.norm(j[..., J["torso"], :] - j[..., J["hip"], :], axis=-1)
+        return (feet - j[..., J["hip"], 1]) / back
+
+    assert (legs_to_back(f) < 0.95 * legs_to_back(rest)).mean() > 0.8
+    hands_up = f[:, [J["left_hand"], J["right_hand"]], 1] < f[:, [J["hip"]], 1]
+    assert hands_up.all(axis=1).mean() > 0.8
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_a_star_jump_opens_into_a_star_and_closes(clips, drawing):
+    f = clips[drawing, "star_jump"]
+    feet = np.abs(f[:, J["left_foot"], 0] - f[:, J["right_foot"], 0])
+    shoulders = f[:, [J["left_shoulder"], J["right_shoulder"]], 1]
+    hands_up = (f[:, [J["left_hand"], J["right_hand"]], 1] < shoulders).all(axis=1)
+    star = hands_up & (feet > 1.3 * feet.min())
+    assert _times(star) >= 3 and _times(_ground_rise(f) > 0.02) >= 3
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_disco_points_each_arm_up_across_in_turn(clips, drawing):
+    f = clips[drawing, "disco"]
+    shoulders = f[:, [J["left_shoulder"], J["right_shoulder"]], 1].min(axis=1)
+    for hand, other in (("left_hand", "right_hand"), ("right_hand", "left_hand")):
+        pointing = (f[:, J[hand], 1] < shoulders) & (f[:, J[other], 1] > shoulders)
+        assert _times(pointing) >= 2, hand
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_skipping_hops_with_each_knee_up_in_turn(clips, drawing):
+    f = clips[drawing, "skip"]
+    assert _times(_ground_rise(f) > 0.03) >= 2
+    knees = f[:, [J["left_knee"], J["right_knee"]], 1]
+    rise = (knees.max(axis=0) - knees) / _height(f)
+    assert (rise.max(axis=0) > 0.05).all() and np.argmax(rise[:, 0]) != np.argmax(rise[:, 1])
+
+
+@pytest.mark.parametrize("drawing", DRAWINGS)
+def test_a_stretch_reaches_both_hands_high_then_wide(clips, drawing):
+    f = clips[drawing, "stretch"]
+    hands = f[:, [J["left_hand"], J["right_hand"]], 1]
+    high = (hands < f[:, [J["neck"]], 1]).all(axis=1)
+    shoulders = f[:, [J["left_shoulder"], J["right_shoulder"]], 1]
+    level = (np.abs(hands - shoulders) < 0.15 * _height(f)).all(axis=1)  # opened out wide
+    assert high.sum() >= 5 and level.sum() >= 3
+    assert np.flatnonzero(high).mean() < np.flatnonzero(level & ~high).mean()  # high, then wide
