@@ -26,6 +26,7 @@ from animation.joint_guard import guard_joints
 from animation.motions import load_motion, motion_from_bvh
 from animation.retarget import choose_views, retarget
 from animation.skeleton import JOINT_INDEX, JOINTS, PARENT_INDEX, Skeleton
+from tests.support.real_photos import real_dev
 from tests.support.rigs import AD_CHARACTER
 
 DATA = Path(__file__).parent / "data" / "conventions"
@@ -256,3 +257,21 @@ def test_a_root_rotated_in_every_frame_is_not_a_figure_lying_down():
     assert (
         np.abs(bvh.motion[:, bvh.channel_start[hips] + 3 : bvh.channel_start[hips] + 6]).max() > 45
     )
+
+
+@pytest.mark.parametrize("convention", ["rokoko", "mixamo", "cmu"])
+@pytest.mark.parametrize("drawing", ["char1", "char2", "char3", "char4"])
+def test_a_dance_started_mid_step_keeps_its_performer_upright(tmp_path, convention, drawing):
+    # Rokoko's own hierarchy and channels (Spine..Spine3, position channels everywhere, a
+    # Z-up rest turned upright by the root), and the same dance as Mixamo and CMU write it;
+    # cut to start mid-step, so nothing taken from a first frame could pass for upright.
+    bvh = DATA / f"{convention}_dance.bvh"
+    start = 0.37 * load_motion(bvh).duration_s
+    joints = tmp_path / "joints.json"
+    argv = ["render", "--character", str(real_dev(drawing)), "--bvh", str(bvh),
+            "--start", f"{start:.3f}", "--out", str(tmp_path / "d.gif"), "--joints-out", str(joints)]  # fmt: skip
+    assert main(argv) == 0
+    f = np.array(json.loads(joints.read_text())["frames"])
+    spine = f[:, J["neck"]] - f[:, J["hip"]]
+    lean = np.degrees(np.arctan2(np.abs(spine[:, 0]), -spine[:, 1]))
+    assert np.mean(lean <= 20) >= 0.95, lean.max()

@@ -390,6 +390,8 @@ FILES = (
     TestFile("cmu", "walk", "y", "+x", "inch", 120),
     TestFile("mixamo", "walk", "y", "+z", "cm", 30),
     TestFile("mixamo", "jumping_jack", "y", "-x", "cm", 30),
+    TestFile("mixamo", "dance", "y", "+z", "cm", 30),
+    TestFile("cmu", "dance", "y", "-x", "inch", 120),
     TestFile("rokoko", "dance", "y", "-x", "m", 30),
     TestFile("rokoko", "zombie", "y", "+z", "m", 30),
     TestFile("biped", "jumping_jack", "z", "+x", "cm", 30),
