@@ -25,6 +25,7 @@ import numpy as np
 from PIL import Image
 
 from animation.bvh import UPLOAD_LIMITS, parse_bvh_bytes
+from animation.character import load_character
 from animation.figure import Crop, character_of, choose_mask, grown_box, rig_for
 from animation.figure_mask import FigureJoints
 from animation.images import InvalidImage, decode_image, decode_mask
@@ -235,9 +236,11 @@ def read_motion(upload: MotionUpload) -> Motion:
 
 
 # ---- previews ---------------------------------------------------------------------------
-# A motion's preview: the generated test character (animation.tools.testchar), small and
-# short, the same for every motion, so the motions can be told apart at a glance.
+# A motion's preview: the generated test character (drawn by animation.tools.testchar, as in
+# docs/character; shipped with the gateway), small and short, the same for every motion, so
+# the motions can be told apart at a glance.
 PREVIEW_OPTIONS = RenderOptions(size=96, fps=10, max_frames=40)
+PREVIEW_CHARACTER = Path(__file__).resolve().parents[1] / "preview_character"
 
 
 @dataclass(frozen=True)
@@ -248,9 +251,7 @@ class PreviewJob:
 
 @cache
 def _preview_rig():
-    from animation.tools.testchar import draw_character
-
-    return rig_for(draw_character(0), PREVIEW_OPTIONS.size)
+    return rig_for(load_character(PREVIEW_CHARACTER), PREVIEW_OPTIONS.size)
 
 
 def preview(job: PreviewJob) -> bytes:

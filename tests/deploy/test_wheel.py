@@ -181,6 +181,9 @@ def test_gunicorn_serves_the_installed_gateway_with_the_gevent_worker(installed)
                 time.sleep(0.2)
         assert reply is not None and reply.status_code == 200, log.read_text()[-3000:]
         assert {m["name"] for m in reply.json()["motions"]} == SHIPPED_MOTIONS
+        # A preview comes from the figure the wheel ships (gateway/preview_character).
+        preview = requests.get(f"http://127.0.0.1:{port}/motions/clap/preview.gif", timeout=60)
+        assert preview.status_code == 200 and preview.content.startswith(b"GIF89a"), preview.text
         # The project's worker: gunicorn's gevent worker refusing a full house at the head.
         assert "Using worker: gateway.ops.gunicorn_worker.GatewayWorker" in log.read_text()
         settings = psutil.Process(server.pid).cmdline()[-1]  # python -m gunicorn -c SETTINGS
