@@ -295,7 +295,7 @@ def _cut_glued_blobs(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
 
 
 def _join_pieces(
-    mask: np.ndarray, figure: FigureJoints, thickness: int, stroke_width: float = 0.0
+    mask: np.ndarray, figure: FigureJoints, thickness: int, stroke_width: float
 ) -> np.ndarray:
     """Join the figure's pieces into one, with bridges `thickness` px wide: across the
     gaps along bones first, else at the nearest points (the shortest bridges that join

@@ -50,6 +50,8 @@ import requests
 from PIL import Image
 from requests.adapters import HTTPAdapter
 
+from gateway.tools.speckle import speckle_page
+
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_drawing.jpg"
 SAMPLE_LABELS = SAMPLE.with_suffix(".json")
 TARGET_P50_S = 0.5  # a request at the defaults (issue 9; docs/BENCHMARKS.md, how to measure)
@@ -189,8 +191,6 @@ def bench_speckle(
     """A normal request alone, then beside `pages` speckled pages posted at once, then (for
     reference) beside as many normal drawings posted at once; each burst from the local
     address `burst_from` (another client than the normal request's, to the gateway)."""
-    from gateway.tools.speckle import speckle_page
-
     params = {"format": "gif"}
     animate(url, pixels, params)  # warm-up
     alone = float(np.median([animate(url, pixels, params)[0] for _ in range(3)]))
