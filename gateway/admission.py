@@ -61,7 +61,7 @@ from gevent.event import Event
 from gateway.errors import Overloaded, error_document
 from gateway.ops import metrics
 from gateway.ops.request_log import request_id
-from gateway.web.security import bearer_matches
+from gateway.web.security import matching_key
 
 log = logging.getLogger("gateway.admission")
 BUSY = "the service is busy; retry shortly"
@@ -80,13 +80,13 @@ class Admission:
 
     def __init__(
         self, slots: int, queue: int, wait_s: float, retry_after_s: int,
-        api_key: str | None = None,
+        api_keys: tuple[str, ...] = (),
     ) -> None:  # fmt: skip
         self.slots = slots
         self.queue = queue
         self.wait_s = wait_s
         self.retry_after_s = retry_after_s
-        self.api_key = api_key
+        self.api_keys = api_keys
         self.waiting = 0
         self.active = 0
         self._held: Counter[Hashable] = Counter()  # client -> slots its requests hold
@@ -118,7 +118,9 @@ class Admission:
         return False
 
     def _has_key(self, headers: Mapping[str, str]) -> bool:
-        return not self.api_key or bearer_matches(headers.get("authorization", ""), self.api_key)
+        if not self.api_keys:
+            return True
+        return matching_key(headers.get("authorization", ""), self.api_keys) is not None
 
     def refusal(self, why: str = BUSY) -> Overloaded:
         """The 503 every refusal of this policy answers (the render pool's included)."""

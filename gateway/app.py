@@ -2,7 +2,7 @@
 request hooks and error handlers; each of those lives in its own module.
 
 The blueprints, one per area (gateway/web/): drawings (POST /animate, POST /, POST
-/annotate), health (/health, /ready, /metrics), motions, files, page (GET /) and openapi
+/annotate), jobs (POST /jobs, GET /jobs/<id>), health (/health, /ready, /metrics), motions, files, page (GET /) and openapi
 (GET /openapi.json). They reach the worker's services through
 `gateway.services.current_services()`.
 
@@ -18,12 +18,12 @@ from gateway.config import Config
 from gateway.ops.logs import configure_logging
 from gateway.ops.request_log import register_request_hooks
 from gateway.services import Services, install
-from gateway.web import drawings, files, health, motions, openapi, page
+from gateway.web import drawings, files, health, jobs, motions, openapi, page
 from gateway.web.error_handlers import register_error_handlers
 from gateway.web.security import register_security_headers
 from gateway.web.upload import body_limit
 
-BLUEPRINTS = (drawings.bp, health.bp, motions.bp, files.bp, page.bp, openapi.bp)
+BLUEPRINTS = (drawings.bp, jobs.bp, health.bp, motions.bp, files.bp, page.bp, openapi.bp)
 
 
 def create_app(config: Config | None = None) -> Flask:

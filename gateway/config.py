@@ -56,6 +56,23 @@ class Config:
     api_key: str | None = field(default=None, repr=False)
     model_input_px: int = 1000
     log_level: str = "INFO"
+    # Jobs (gateway/jobs/): Redis Streams when REDIS_URL is set, else a queue in the process.
+    redis_url: str | None = field(default=None, repr=False)  # may carry a password
+    job_visibility_s: float = 60.0  # a claimed job idle this long is taken over
+    job_max_tries: int = 3  # then the job fails and goes to the dead-letter stream
+    job_ttl_s: int = 7 * 24 * 3600  # a finished job's record is kept this long
+    job_concurrency: int = 0  # jobs at once per worker; 0: one per render worker
+    max_queued_jobs: int = 1000  # accepted and not finished; past it POST /jobs gets 503
+    worker_grace_s: float = 30.0  # SIGTERM: finish the current jobs this long, then hand back
+    callback_secret: str | None = field(default=None, repr=False)  # HMAC key; None: no callbacks
+    callback_allow_hosts: tuple[str, ...] = ()  # hosts/IPs/CIDRs allowed over http or private
+    callback_tries: int = 5
+    callback_backoff_s: float = 1.0  # doubled after each failed try
+
+    @property
+    def api_keys(self) -> tuple[str, ...]:
+        """API_KEY's keys (comma-separated: one per client, or an old and a new)."""
+        return tuple(k.strip() for k in (self.api_key or "").split(",") if k.strip())
 
     def __post_init__(self) -> None:
         workers = self.render_workers or _cpu_count()
@@ -63,8 +80,11 @@ class Config:
         object.__setattr__(self, "render_workers", workers)
         object.__setattr__(self, "max_inflight", inflight)
         object.__setattr__(self, "max_queue", self.max_queue or 2 * inflight)
+        object.__setattr__(self, "job_concurrency", self.job_concurrency or workers)
         for name in ("max_upload_bytes", "max_pixels", "read_timeout_s", "model_timeout_s",
-                     "storage_timeout_s", "queue_timeout_s", "figure_budget_s"):  # fmt: skip
+                     "storage_timeout_s", "queue_timeout_s", "figure_budget_s",
+                     "job_visibility_s", "job_max_tries", "job_ttl_s", "max_queued_jobs",
+                     "callback_tries", "callback_backoff_s"):  # fmt: skip
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name.upper()} must be positive")
         if not 0 <= self.refusal_hold_s <= 1:
@@ -73,6 +93,12 @@ class Config:
             raise ConfigError("STORAGE_MIN_FREE_BYTES must not be negative")
         if self.motions_dir is not None and not self.motions_dir.is_dir():
             raise ConfigError(f"MOTIONS_DIR {str(self.motions_dir)!r} is not a directory")
+        if self.worker_grace_s < 0:
+            raise ConfigError("WORKER_GRACE_S must not be negative")
+        if self.redis_url is not None and not self.redis_url.startswith(
+            ("redis://", "rediss://", "unix://")
+        ):
+            raise ConfigError("REDIS_URL must be redis://, rediss:// or unix://")
         if not self.storage_url.startswith(("file://", "s3://")):
             raise ConfigError(
                 f"STORAGE_URL must be file://PATH or s3://bucket/prefix, got {self.storage_url!r}"
@@ -121,4 +147,19 @@ class Config:
             api_key=env.get("API_KEY"),
             model_input_px=int(number("MODEL_INPUT_PX", int, d["model_input_px"].default)),
             log_level=env.get("LOG_LEVEL", d["log_level"].default).upper(),
+            redis_url=env.get("REDIS_URL"),
+            job_visibility_s=number("JOB_VISIBILITY_S", float, d["job_visibility_s"].default),
+            job_max_tries=int(number("JOB_MAX_TRIES", int, d["job_max_tries"].default)),
+            job_ttl_s=int(number("JOB_TTL_S", int, d["job_ttl_s"].default)),
+            job_concurrency=int(number("JOB_CONCURRENCY", int, 0)),
+            max_queued_jobs=int(number("MAX_QUEUED_JOBS", int, d["max_queued_jobs"].default)),
+            worker_grace_s=number("WORKER_GRACE_S", float, d["worker_grace_s"].default),
+            callback_secret=env.get("CALLBACK_SECRET"),
+            callback_allow_hosts=tuple(
+                h.strip().lower()
+                for h in env.get("CALLBACK_ALLOW_HOSTS", "").split(",")
+                if h.strip()
+            ),
+            callback_tries=int(number("CALLBACK_TRIES", int, d["callback_tries"].default)),
+            callback_backoff_s=number("CALLBACK_BACKOFF_S", float, d["callback_backoff_s"].default),
         )

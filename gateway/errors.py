@@ -47,6 +47,8 @@ PoseNotFound = _error("PoseNotFound", 422, "pose_not_found")
 ModelUnavailable = _error("ModelUnavailable", 503, "model_unavailable")
 StorageUnavailable = _error("StorageUnavailable", 503, "storage_unavailable")
 Overloaded = _error("Overloaded", 503, "overloaded")
+QueueUnavailable = _error("QueueUnavailable", 503, "queue_unavailable")
+CallbackRefused = _error("CallbackRefused", 400, "invalid_callback")
 ModelTimeout = _error("ModelTimeout", 504, "model_timeout")
 
 

@@ -19,6 +19,8 @@ from gateway.backends.model_table import read_model_table
 from gateway.backends.storage import Storage, open_storage
 from gateway.backends.torchserve_client import TorchServeClient
 from gateway.config import Config, ConfigError
+from gateway.jobs.queue import EmbeddedQueue, JobQueue, open_queue
+from gateway.jobs.runner import JobRunner
 from gateway.ops import metrics
 from gateway.rendering import tasks
 from gateway.rendering.catalogue import MotionCatalogue
@@ -38,6 +40,8 @@ class Services:
     admission: Admission
     catalogue: MotionCatalogue
     pipeline: AnimationPipeline
+    queue: JobQueue
+    runner: JobRunner | None = None  # the embedded queue's: this process runs its jobs
 
     @classmethod
     def build(cls, config: Config) -> Services:
@@ -64,11 +68,15 @@ class Services:
         )
         admission = Admission(
             config.max_inflight, config.max_queue, config.queue_timeout_s, config.retry_after_s,
-            api_key=config.api_key,
+            api_keys=config.api_keys,
         )  # fmt: skip
         catalogue = MotionCatalogue(config.default_motions, config.motions_dir)
         pipeline = AnimationPipeline(config, models, storage, pool, admission, catalogue)
-        return cls(config, models, storage, pool, admission, catalogue, pipeline)
+        queue = open_queue(config)
+        services = cls(config, models, storage, pool, admission, catalogue, pipeline, queue)
+        if isinstance(queue, EmbeddedQueue):
+            services.runner = JobRunner(services, queue)
+        return services
 
     def start(self) -> None:
         """Start the render workers, load the motion table and learn the models' versions
@@ -86,9 +94,14 @@ class Services:
         if problem:
             log.error("motion table unusable: %s", problem)
         gevent.spawn(self.models.missing_models)
+        if self.runner is not None:
+            self.runner.start()
 
     def close(self) -> None:
+        if self.runner is not None:  # its jobs are lost with this process anyway
+            self.runner.stop(grace_s=0)
         self.pool.close()
+        self.queue.close()
 
 
 def install(app: Flask, services: Services) -> None:

@@ -8,6 +8,7 @@ variable (tests using Flask's test client, a notebook) the process's own registr
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -19,6 +20,10 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from gateway.errors import QueueUnavailable
+from gateway.jobs.queue import LATENCY_BUCKETS, JobQueue
 
 STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 
@@ -74,11 +79,51 @@ SEGMENTER_FALLBACKS = Counter(
 )
 
 
-def exposition() -> tuple[bytes, str]:
-    """The text format of every metric, summed over all gunicorn workers."""
+class JobMetrics:
+    """The job queue's figures, read from the queue at each scrape (Redis holds those of
+    every worker; the embedded queue, this process's): jobs queued and running, dead
+    letters, jobs ended by status, retries, and the submit-to-end latency."""
+
+    def __init__(self, queue: JobQueue) -> None:
+        self.queue = queue
+
+    def collect(self) -> Iterator:
+        try:
+            depth, stats = self.queue.depth(), self.queue.stats()
+        except QueueUnavailable:  # /ready says so; the rest of /metrics still answers
+            return
+        jobs = GaugeMetricFamily("gateway_jobs", "Jobs accepted and not ended", labels=["state"])
+        jobs.add_metric(["queued"], depth.queued)
+        jobs.add_metric(["running"], depth.running)
+        yield jobs
+        yield GaugeMetricFamily(
+            "gateway_jobs_dead_letters", "Jobs in the dead-letter stream", value=depth.dead
+        )
+        ended = CounterMetricFamily("gateway_jobs_ended", "Jobs that ended", labels=["status"])
+        for status in ("done", "failed"):
+            ended.add_metric([status], stats.get(status, 0.0))
+        yield ended
+        yield CounterMetricFamily(
+            "gateway_job_retries", "Tries of jobs that failed and were queued again",
+            value=stats.get("retries", 0.0),
+        )  # fmt: skip
+        buckets = [(f"{b:g}", stats.get(f"le:{b:g}", 0.0)) for b in LATENCY_BUCKETS]
+        count = stats.get("latency_count", 0.0)
+        yield HistogramMetricFamily(
+            "gateway_job_seconds", "Jobs' time from submission to their end",
+            buckets=[*buckets, ("+Inf", count)], sum_value=stats.get("latency_sum", 0.0),
+        )  # fmt: skip
+
+
+def exposition(*collectors: JobMetrics) -> tuple[bytes, str]:
+    """The text format of every metric, summed over all gunicorn workers, and those the
+    `collectors` read at this scrape."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
     else:
         registry = REGISTRY
-    return generate_latest(registry), CONTENT_TYPE_LATEST
+    extra = CollectorRegistry()
+    for collector in collectors:
+        extra.register(collector)
+    return generate_latest(registry) + generate_latest(extra), CONTENT_TYPE_LATEST

@@ -29,7 +29,12 @@ def _motions(services: Services) -> list[str]:
     return [problem] if problem else []
 
 
-CHECKS = (_models, _storage, _render_workers, _motions)
+def _queue(services: Services) -> list[str]:
+    problem = services.queue.missing()  # Redis, when REDIS_URL is set
+    return [problem] if problem else []
+
+
+CHECKS = (_models, _storage, _render_workers, _motions, _queue)
 
 
 def missing(services: Services) -> list[str]:

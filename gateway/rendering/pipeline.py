@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from animation.bvh import BVHError
@@ -35,7 +36,7 @@ from gateway.rendering import tasks
 from gateway.rendering.catalogue import MotionCatalogue
 from gateway.rendering.figures import Figure, FigureStage
 from gateway.rendering.pool import CpuPool
-from gateway.web.requests import AnimateOptions, AnimateRequest, AnnotateRequest
+from gateway.web.requests import AnimateOptions, AnimateRequest, AnnotateRequest, MotionUpload
 
 log = logging.getLogger("gateway.pipeline")
 # Bump when the gateway's own preparation changes what a GIF looks like (the crop margin,
@@ -114,14 +115,22 @@ class AnimationPipeline:
             metrics.STORAGE_ERRORS.labels(operation).inc()
             raise
 
-    def run(self, job: AnimateRequest, timer: StageTimer, host_url: str, client=None) -> Animations:
+    def run(
+        self, job: AnimateRequest, timer: StageTimer, host_url: str, client=None,
+        on_stored: Callable[[list[str], bool], None] | None = None,
+    ) -> Animations:  # fmt: skip
         """A URL for every requested motion (an uploaded one last), rendering only what
         storage lacks, and the figure's warnings when it was looked at.
 
         The GIFs are looked up under the keys of the mask the request should get (the
         segmenter's version among them when TorchServe serves it); when the segmenter
-        failed and OpenCV made the mask alone, they are stored under OpenCV's keys, so a working segmenter later
-        renders them again rather than serving the fallback's."""
+        failed and OpenCV made the mask alone, they are stored under OpenCV's keys, so a
+        working segmenter later renders them again rather than serving the fallback's.
+
+        With `on_stored` (a job: gateway/jobs/), the motions are rendered and stored a few
+        at a time, one per render worker, and `on_stored(motions, True)` is told of each few
+        as they are stored (`on_stored(motions, False)` of those storage already had):
+        progress that survives the worker, since a job tried again finds them stored."""
         segmenter = job.options.mask is None and self.models.serves("segmenter")
         warnings: tuple[str, ...] = ()
         with timer.stage("lookup"):
@@ -130,41 +139,56 @@ class AnimationPipeline:
                 self._storage_call, [("lookup", self.storage.exists, k) for k in keys.values()]
             )
         missing = [m for m, hit in zip(keys, found, strict=True) if not hit]
+        if on_stored is not None and len(missing) < len(keys):
+            on_stored([m for m in keys if m not in missing], False)
         if not missing:
             metrics.CACHE_HITS.inc()
         else:
             with self.admission.admit(client, client_address(client)) as waited_s:
                 timer.add("queue", waited_s)
-                files, figure, rigged = self._render(job, missing, segmenter, timer, client)
+                todo, figure = self._prepare(job, missing, segmenter, timer, client)
+                if segmenter and not figure.mask.consulted:
+                    fallback = self.keys(job, segmenter=False)
+                    keys |= {m: fallback[m] for m in missing}
+                size = len(todo) if on_stored is None else max(1, self.pool.size)
+                rigged: tuple[str, ...] = ()
+                for start in range(0, len(todo), size):
+                    batch = missing[start : start + size]
+                    files, rigged = self._animate(
+                        figure, todo[start : start + size], job.options, timer, client
+                    )
+                    self._store(job, {m: keys[m] for m in batch}, files, timer)
+                    if on_stored is not None:
+                        on_stored(batch, True)
                 warnings = figure.mask.warnings + rigged
                 for code in rigged:
                     metrics.FIGURE_WARNINGS.labels(code).inc()
                 if rigged:
                     log.warning("figure's joints changed to rig it: %s", ",".join(rigged),
                                 extra={"warnings": list(rigged)})  # fmt: skip
-                if segmenter and not figure.mask.consulted:
-                    fallback = self.keys(job, segmenter=False)
-                    keys |= {m: fallback[m] for m in missing}
-                content_type = job.options.content_type
-                with timer.stage("upload"):
-                    if job.options.format == "sprites":  # a stored sheet has its layout
-                        run_all(
-                            self._storage_call,
-                            [("upload", self.storage.put, layout_key(keys[m]),
-                              json.dumps(layout_of(files[m])).encode(), "application/json")
-                             for m in missing],
-                        )  # fmt: skip
-                    run_all(
-                        self._storage_call,
-                        [("upload", self.storage.put, keys[m], files[m], content_type)
-                         for m in missing],
-                    )  # fmt: skip
         # Only now, with every object stored, are URLs handed out.
         urls = {m: self.storage.url(keys[m], host_url) for m in job.motions}
         layouts = {}
         if job.options.format == "sprites":
             layouts = {m: self.storage.url(layout_key(keys[m]), host_url) for m in job.motions}
         return Animations(urls, warnings, layouts)
+
+    def _store(self, job: AnimateRequest, keys: dict[str, str], files: dict, timer) -> None:
+        """Each motion's file at its key (and a sprite sheet's layout beside it)."""
+        content_type = job.options.content_type
+        with timer.stage("upload"):
+            if job.options.format == "sprites":  # a stored sheet has its layout
+                run_all(
+                    self._storage_call,
+                    [("upload", self.storage.put, layout_key(key),
+                      json.dumps(layout_of(files[m])).encode(), "application/json")
+                     for m, key in keys.items()],
+                )  # fmt: skip
+            run_all(
+                self._storage_call,
+                [("upload", self.storage.put, key, files[m], content_type)
+                 for m, key in keys.items()],
+            )  # fmt: skip
 
     def annotate(self, job: AnnotateRequest, timer: StageTimer, client=None) -> dict:
         """/annotate: the figure stage alone, under the same admission as a render."""
@@ -173,24 +197,26 @@ class AnimationPipeline:
             figure = self.figures.find(job.image, job.figure, timer, client, annotate=True)
         return figure.annotation()
 
-    def _render(
+    def _prepare(
         self, job: AnimateRequest, motions: list[str], segmenter: bool, timer: StageTimer, client
-    ) -> tuple[dict, Figure, tuple[str, ...]]:
-        """The files of `motions`, the figure, and what rigging did about its joints."""
+    ) -> tuple[list[str | Motion], Figure]:
+        """What to render for `motions` (an uploaded motion read, in a worker) and the figure."""
         upload = job.motion_upload
         todo: list[str | Motion] = list(motions)
         if upload is not None and upload.name in motions:
             # Read before any model is asked: a malformed file is the client's error, fast.
             with timer.stage("motion"):
-                try:
-                    custom = self.pool.map(tasks.read_motion, [(upload,)], client)[0]
-                except (BVHError, MotionError) as exc:
-                    raise from_library(exc) from None
-            todo[motions.index(upload.name)] = custom
+                todo[motions.index(upload.name)] = self.read_motion(upload, client)
         figure = self.figures.find(job.image, job.options.figure, timer, client,
                                    segmenter=segmenter)  # fmt: skip
-        files, rigged = self._animate(figure, todo, job.options, timer, client)
-        return files, figure, rigged
+        return todo, figure
+
+    def read_motion(self, upload: MotionUpload, client=None) -> Motion:
+        """An uploaded motion read and retargeted in a render worker; 4xx when it cannot be."""
+        try:
+            return self.pool.map(tasks.read_motion, [(upload,)], client)[0]
+        except (BVHError, MotionError) as exc:
+            raise from_library(exc) from None
 
     def _animate(
         self, figure: Figure, motions: list[str | Motion], options, timer: StageTimer, client

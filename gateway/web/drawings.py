@@ -21,20 +21,23 @@ from animation.images import read_header
 from gateway.errors import Unauthorized
 from gateway.rendering.figures import FIGURE_WARNINGS_HEADER
 from gateway.services import current_services
-from gateway.web.requests import parse_animate_request, parse_annotate_request
-from gateway.web.security import bearer_matches
+from gateway.web.requests import AnimateRequest, parse_animate_request, parse_annotate_request
+from gateway.web.security import matching_key
 from gateway.web.upload import Upload, body_limit, read_body, read_upload
 
 bp = Blueprint("drawings", __name__)
 T = TypeVar("T")
 
 
+def caller_key() -> str | None:
+    """The API key the request carries (None when API_KEY is unset)."""
+    keys = current_services().config.api_keys
+    return matching_key(request.headers.get("Authorization", ""), keys) if keys else None
+
+
 @bp.before_request
 def require_api_key() -> None:
-    key = current_services().config.api_key
-    if not key:
-        return
-    if not bearer_matches(request.headers.get("Authorization", ""), key):
+    if current_services().config.api_keys and caller_key() is None:
         raise Unauthorized(
             "this route needs 'Authorization: Bearer <API key>'",
             headers={"WWW-Authenticate": 'Bearer realm="animate"'},
@@ -51,13 +54,17 @@ def refuse_when_full() -> None:
         raise admission.refusal()
 
 
-def receive(parse: Callable[[Upload, dict], T]) -> T:
-    """The request's body received whole within its limits, then `parse(upload, query)`
-    and the image's header checked: what every route taking a drawing does first."""
+def receive_body() -> bytes:
+    """The request's body, received whole within its size and time limits."""
     config = current_services().config
     with g.timer.stage("receive"):
         limit = body_limit(request.mimetype, config.max_upload_bytes)
-        body = read_body(request, limit, config.read_timeout_s, config.max_upload_bytes)
+        return read_body(request, limit, config.read_timeout_s, config.max_upload_bytes)
+
+
+def parse_body(body: bytes, parse: Callable[[Upload, dict], T]) -> T:
+    """`parse(upload, query)` of a received body, and the image's header checked."""
+    config = current_services().config
     with g.timer.stage("decode"):
         upload = read_upload(
             body, request.mimetype, request.mimetype_params, config.max_upload_bytes
@@ -67,16 +74,22 @@ def receive(parse: Callable[[Upload, dict], T]) -> T:
     return job
 
 
+def receive(parse: Callable[[Upload, dict], T]) -> T:
+    """The request's body received whole within its limits, then `parse(upload, query)`
+    and the image's header checked: what every route taking a drawing does first."""
+    return parse_body(receive_body(), parse)
+
+
+def parse_animate(upload: Upload, query: dict) -> AnimateRequest:
+    catalogue = current_services().catalogue
+    return parse_animate_request(upload, query, catalogue.names, catalogue.defaults)
+
+
 @bp.post("/animate")
 @bp.post("/")
 def animate() -> Response:
     services = current_services()
-    catalogue = services.catalogue
-    job = receive(
-        lambda upload, query: parse_animate_request(
-            upload, query, catalogue.names, catalogue.defaults
-        )
-    )
+    job = receive(parse_animate)
     client = request.environ.get("gunicorn.socket")
     answer = services.pipeline.run(job, g.timer, request.host_url, client)
     response = jsonify(answer.urls)

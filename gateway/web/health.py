@@ -27,5 +27,5 @@ def ready() -> Response:
 
 @bp.get("/metrics")
 def prometheus() -> Response:
-    body, content_type = metrics.exposition()
+    body, content_type = metrics.exposition(metrics.JobMetrics(current_services().queue))
     return Response(body, content_type=content_type)

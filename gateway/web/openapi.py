@@ -21,6 +21,7 @@ from animation.mask_warnings import WARNINGS
 from animation.skeleton import COCO_KEYPOINTS
 from animation.sprites import LAYOUT_SCHEMA
 from gateway import errors
+from gateway.jobs.records import STATUSES
 from gateway.rendering.figures import FIGURE_WARNINGS_HEADER
 from gateway.web.error_handlers import HTTP_CODES
 from gateway.web.options import DEFAULT_FPS, DEFAULT_SIZE, FPS_RANGE, SIZE_RANGE
@@ -52,6 +53,10 @@ ERROR_WORDS = {
     "overloaded": "Every render slot and the queue are taken (or no slot came in time); retry "
     "after Retry-After seconds.",
     "model_timeout": "TorchServe gave no answer within MODEL_TIMEOUT_S.",
+    "queue_unavailable": "The job queue (Redis) does not answer: the job was not accepted.",
+    "invalid_callback": "A job's callback_url that is not https (http only to an allow-listed "
+    "host), carries credentials, does not resolve, or resolves to a loopback, private, "
+    "link-local or metadata address; or callbacks are off (no CALLBACK_SECRET).",
     "internal_error": "A bug: the traceback is in the server's log, never in the answer.",
 }
 # Codes a client never reads (logged only) or a catch-all without a class.
@@ -115,6 +120,9 @@ OPTIONS = {
             "its joint names do not give away.", "type": "string"},
     "up": {"description": "For an uploaded bvh: its up axis, x, y or z (optionally signed); "
            "default: found from the motion.", "type": "string", "pattern": "^[+-]?[xyzXYZ]$"},
+    "callback_url": {"description": "POST /jobs only: where the job's final state is POSTed "
+                     "(https; http and private addresses only to hosts the operator "
+                     "allow-lists).", "type": "string", "format": "uri"},
     "start": {"description": "For an uploaded bvh: where the segment starts, seconds.",
               "type": "number", "minimum": 0},
     "end": {"description": "For an uploaded bvh: where the segment ends, seconds.",
@@ -258,12 +266,41 @@ def _operations() -> dict[tuple[str, str], dict]:
         option_names(FigureOptions),
         _json("The figure", _schema("Annotation")),
     )
+    job = _drawing_operation(
+        "Queue a drawing's animation as a job",
+        "Takes what POST /animate takes, checked the same way before anything is queued (a bad "
+        "request gets the same 4xx), plus an optional `callback_url`; answers 202 at once. "
+        "GET /jobs/{job_id} says how it goes, and when it is done gives /animate's answer. "
+        "With callback_url, the final state (a Job) is POSTed there, signed: "
+        '`X-Signature-256: sha256=<hex HMAC-SHA256 of "<X-Signature-Timestamp>.<body>" '
+        "with the operator's CALLBACK_SECRET>`, tried again with backoff until a 2xx.",
+        [*animate_option_names(), "callback_url"],
+        {},
+    )
+    job["responses"] = {
+        "202": {
+            **_json("Accepted: the job's id and where to ask about it", _schema("JobAccepted")),
+            "headers": {
+                "Location": {"description": "the status_url", "schema": {"type": "string"}}
+            },
+        },
+        **{k: v for k, v in job["responses"].items() if k != "200"},
+    }
+    job_state = _get(
+        "A job: its state, progress per motion, and its result when done "
+        "(visible only with the API key that made it)",
+        _json("The job", _schema("Job")),
+        {401, 404},
+    )
+    job_state["security"] = [{}, {"bearer": []}]
     html = {"description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}
     any_file = {"description": "The file", "content": {"*/*": {"schema": {"type": "string"}}}}
     return {
         ("/animate", "POST"): animate,
         ("/", "POST"): post_root,
         ("/annotate", "POST"): annotate,
+        ("/jobs", "POST"): job,
+        ("/jobs/<job_id>", "GET"): job_state,
         ("/", "GET"): _get("The web page: upload or photograph a drawing, fix it, animate it",
                            html),
         ("/static/<path:filename>", "GET"): _get("The page's scripts and styles", any_file, {404}),
@@ -318,6 +355,28 @@ COMPONENTS = {
                     "code": {"type": "string", "enum": list(WARNINGS)},
                     "message": {"type": "string"}}}}}},
         }},
+        "JobAccepted": {"type": "object", "required": ["id", "status_url"], "properties": {
+            "id": {"type": "string"}, "status_url": {"type": "string"}}},
+        "Job": {"type": "object", "required": ["id", "status", "progress", "created_at"],
+                "properties": {
+            "id": {"type": "string"},
+            "status": {"type": "string", "enum": list(STATUSES)},
+            "progress": {"type": "object", "required": ["done", "total", "motions"],
+                         "properties": {
+                "done": {"type": "integer", "description": "motions stored"},
+                "total": {"type": "integer"},
+                "motions": {"type": "object", "description": "motion -> done or waiting",
+                            "additionalProperties": {"enum": ["done", "waiting"]}}}},
+            "result": {**_schema("Animations"), "description": "when done: /animate's answer"},
+            "layouts": {"type": "object", "description": "format=sprites: motion -> the URL of "
+                        "its sheet's layout", "additionalProperties": {"type": "string"}},
+            "error": {"type": "object", "description": "when failed: why (a client's error at "
+                      "once; anything else after JOB_MAX_TRIES tries)", "properties": {
+                "code": {"type": "string"}, "message": {"type": "string"}}},
+            "warnings": {"type": "array", "items": {"type": "string"},
+                         "description": "as /animate's " + FIGURE_WARNINGS_HEADER},
+            "created_at": {"type": "string", "format": "date-time"},
+            "finished_at": {"type": "string", "format": "date-time"}}},
         "Readiness": {"type": "object", "properties": {
             "ready": {"type": "boolean"}, "missing": {"type": "array", "items": {"type": "string"}}}},
         "Motions": {"type": "object", "properties": {

@@ -1,6 +1,6 @@
 """The API key of the POST routes, and security headers on every answer.
 
-The optional key: `Authorization: Bearer <API_KEY>` (`bearer_matches`). The headers: a
+The optional keys: `Authorization: Bearer <one of API_KEY's keys>` (`matching_key`). The headers: a
 strict Content-Security-Policy for the page and its files (scripts, styles and requests
 from this origin only; images and videos also from `blob:`, `data:` and where the storage
 hands out URLs), and `default-src 'none'` for the JSON, text and image answers, which a
@@ -27,10 +27,15 @@ COMMON = {
 # The page needs the phone's camera only through the file input, which asks no permission.
 
 
-def bearer_matches(authorization: str, key: str) -> bool:
-    """True when the Authorization header carries `key` as a bearer token (constant time)."""
+def matching_key(authorization: str, keys: tuple[str, ...]) -> str | None:
+    """The key of `keys` the Authorization header carries as a bearer token, else None.
+    Every key is compared, each in constant time: the answer's time tells nothing."""
     scheme, _, token = authorization.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(token.encode(), key.encode())
+    found = None
+    for key in keys:
+        if hmac.compare_digest(token.encode(), key.encode()) and scheme.lower() == "bearer":
+            found = key
+    return found
 
 
 def _origin(url: str) -> str:

@@ -163,7 +163,7 @@ def test_only_posts_to_guarded_routes_of_a_full_house_are_refused_at_their_head(
 
 
 def test_with_an_api_key_only_a_caller_with_it_is_refused_here():
-    admission = Admission(slots=1, queue=0, wait_s=1, retry_after_s=2, api_key="s3cret")
+    admission = Admission(slots=1, queue=0, wait_s=1, retry_after_s=2, api_keys=("s3cret",))
     fill(admission)
     assert admission.at_head("POST", "/animate", {"authorization": "Bearer s3cret"})
     # Without it, Flask answers 401 as it would with room: a full house is no one's business
