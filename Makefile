@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MODEL_STORE := torchserve/model-store
 
-.PHONY: run test lint venv models bench sysdeps clean
+.PHONY: run test lint venv models bench sysdeps redis clean
 
 # The venv is (re)installed whenever the package metadata changes.
 $(STAMP): setup.py setup.cfg pyproject.toml
@@ -41,27 +41,40 @@ docs/synth_contact_sheet.png: $(wildcard torchserve/training/synth/*.py) | $(STA
 
 # --- system packages the tests need (apt, root only) ------------------------
 # Ceph's radosgw (+ a monitor and an OSD) lets tests/security check real S3 signatures;
-# Chromium and its driver run the page's browser tests (tests/browser).
+# Chromium and its driver run the page's browser tests (tests/browser); redis-server is
+# the job queue of the jobs tests and of `make run`.
 # Installed only when missing and only as root; elsewhere those tests skip and say why.
-SYSDEPS := radosgw ceph-mon ceph-osd chromium chromium-driver
+SYSDEPS := radosgw ceph-mon ceph-osd chromium chromium-driver redis-server
 sysdeps:
 	@if command -v radosgw >/dev/null && command -v ceph-mon >/dev/null \
 		&& command -v ceph-osd >/dev/null && command -v chromium >/dev/null \
-		&& command -v chromedriver >/dev/null; then :; \
+		&& command -v chromedriver >/dev/null && command -v redis-server >/dev/null; then :; \
 	elif [ "$$(id -u)" != 0 ]; then \
-		echo "sysdeps: not root, not installing $(SYSDEPS); the radosgw and browser tests will skip"; \
+		echo "sysdeps: not root, not installing $(SYSDEPS); the radosgw, browser and Redis tests will skip"; \
 	else \
 		echo "sysdeps: installing $(SYSDEPS) from Debian (once, about a minute)"; \
 		export DEBIAN_FRONTEND=noninteractive; \
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends $(SYSDEPS); } \
-			>/dev/null 2>&1 || echo "sysdeps: apt-get failed; the radosgw and browser tests will skip"; \
+			>/dev/null 2>&1 || echo "sysdeps: apt-get failed; the radosgw, browser and Redis tests will skip"; \
+	fi
+
+# `make run` needs only redis-server of these (its job queue), and not when REDIS_URL names
+# a Redis of your own; without it (not root) the supervisor says jobs run in the gateway.
+redis:
+	@if [ -n "$$REDIS_URL" ] || command -v redis-server >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		echo "run: installing redis-server from Debian (once)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends redis-server; } \
+			>/dev/null 2>&1 || echo "run: apt-get failed; jobs run in the gateway's embedded queue"; \
 	fi
 
 # --- the two commands -------------------------------------------------------
 # `make test` lints first: main stays ruff-clean.
 # The supervisor (gateway/tools/devserver.py) takes the shell's place, so signals reach it
-# directly; it is told make's pid, and stops both servers when make dies.
-run: $(STAMP) models
+# directly; it is told make's pid, and stops every server (TorchServe, the gateway, Redis
+# and the job worker) when make dies.
+run: $(STAMP) models redis
 	@DEVSERVER_PARENT=$$PPID exec $(BIN)/python -m gateway.tools.devserver
 
 test: $(STAMP) models sysdeps lint

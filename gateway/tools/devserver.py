@@ -1,40 +1,56 @@
-"""`make run`: TorchServe and the gateway on this machine, owned by one supervisor.
+"""`make run`: TorchServe, the gateway, Redis and a job worker on this machine, owned by
+one supervisor.
 
     python -m gateway.tools.devserver      # what `make run` runs
 
-Starts TorchServe (torchserve.server: the drawing models) and the gateway (`python -m
-gateway`: gunicorn with the gevent worker) side by side, waits until the gateway's /ready
-answers 200, prints a curl line, and runs until it is stopped or one of them exits. A tool
-of the checkout (only a checkout has both halves): the service never imports it and the
-wheel does not ship it.
+Starts Redis (Debian's `redis-server`: the job queue) and waits until it answers PING, then
+TorchServe (torchserve.server: the drawing models), the gateway (`python -m gateway`:
+gunicorn with the gevent worker) and one job worker (`python -m gateway.worker`, the
+gateway's environment) side by side, waits until the gateway's /ready answers 200, prints a
+curl line, and runs until it is stopped or one of them exits. A tool of the checkout (only
+a checkout has both halves): the service never imports it and the wheel does not ship it.
 
-Every way of stopping it stops both servers:
+Redis: 127.0.0.1:REDIS_PORT only (protected mode, no password on loopback), every write in
+its append-only file before it answers (`appendonly yes`, `appendfsync always`; no RDB
+snapshots), in REDIS_STATE_DIR; the gateway and the worker get REDIS_URL pointing at it.
+With REDIS_URL set by the user no Redis is started and the worker uses that URL; with
+neither `redis-server` on PATH nor REDIS_URL there is no worker and the gateway runs jobs
+in its embedded queue (lost on restart). Either way it says so in one line.
+
+Every way of stopping it stops every server:
 - Ctrl-C, SIGTERM to it or to its whole process group, SIGHUP (the terminal closed): it
-  stops the gateway (SIGTERM: requests in flight finish), then TorchServe, then exits.
-  The servers run in their own sessions, so a group signal reaches this process only and
-  never half-stops a server behind its back; further signals while stopping are ignored
-  (stopping is bounded: the gateway's graceful timeout, TorchServe's 30 s, then SIGKILL).
+  stops the gateway (SIGTERM: requests in flight finish), then the worker (SIGTERM: it
+  finishes or hands back its jobs within WORKER_GRACE_S), then Redis (SIGTERM: it syncs its
+  append-only file), then TorchServe, then exits. The servers run in their own sessions,
+  so a group signal reaches this process only and never half-stops a server behind its
+  back; further signals while stopping are ignored (stopping is bounded: the gateway's
+  graceful timeout, the worker's grace, Redis's and TorchServe's 30 s, then SIGKILL).
 - its parent dies (the `make` or shell that started it is killed): the kernel sends it
   SIGTERM (PR_SET_PDEATHSIG), and it stops as above.
 - it dies itself (SIGKILL, a crash): a watchdog process, in a session of its own, holds
   the reading end of a pipe only this process writes to; when the pipe closes before this
-  process said it had stopped everything, the watchdog stops both servers' process groups.
-  The gateway also gets SIGTERM from the kernel then (PR_SET_PDEATHSIG again).
+  process said it had stopped everything, the watchdog stops the servers' process groups,
+  in the order above. The gateway and the worker also get SIGTERM from the kernel then
+  (PR_SET_PDEATHSIG again); Redis does not, so that it outlives their last writes.
 
-What it finds at start (its state folder RUN_STATE_DIR holds a lock and the gateway's
-process group; TorchServe's own state folder TS_STATE_DIR holds TorchServe's):
+What it finds at start (its state folder RUN_STATE_DIR holds a lock and the process groups
+of the gateway, the worker and Redis; TorchServe's own state folder TS_STATE_DIR holds
+TorchServe's):
 - another `make run` of this checkout still running: it says so, with the command to stop
   it, and exits; one that is just finishing its stop is waited for;
-- a gateway or TorchServe left running by an earlier `make run` of this checkout: stopped,
-  and a fresh one started;
-- anything else on the gateway's or TorchServe's ports: it names the process and the exact
-  command that stops it (or the setting that moves make run elsewhere), and exits.
+- a gateway, worker, Redis or TorchServe left running by an earlier `make run` of this
+  checkout: stopped, and a fresh one started;
+- anything else on the gateway's, Redis's or TorchServe's ports: it names the process and
+  the exact command that stops it (or the setting that moves make run elsewhere), and exits.
 
 Environment (all optional): GUNICORN_BIND (127.0.0.1:5000), STORAGE_URL
 (file://<repo>/var/animations), TS_CONFIG (torchserve/config.properties; TORCHSERVE_URL and
 TORCHSERVE_MANAGEMENT_URL follow its addresses unless set), TS_MODEL_STORE
 (torchserve/model-store), TS_STATE_DIR (var/torchserve), RUN_STATE_DIR (var/make-run),
-TS_READY_TIMEOUT (180 s, also the gateway's), and every gateway setting (README).
+REDIS_PORT (6390), REDIS_STATE_DIR (var/redis: the append-only file and redis.log),
+REDIS_URL (a Redis of your own: none is started), WORKER_GRACE_S (30),
+TS_READY_TIMEOUT (180 s, also the gateway's and Redis's), and every gateway setting
+(README).
 """
 
 from __future__ import annotations
@@ -44,12 +60,14 @@ import ctypes
 import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -70,6 +88,8 @@ from torchserve.server import (
 )
 
 DEFAULT_RUN_STATE_DIR = REPO / "var" / "make-run"
+DEFAULT_REDIS_STATE_DIR = REPO / "var" / "redis"
+DEFAULT_REDIS_PORT = 6390  # not 6379: a Redis of the system's (Debian starts one) keeps it
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 TORCHSERVE_PORT_KEYS = (*ADDRESS_KEYS, "grpc_inference_port", "grpc_management_port")
@@ -81,6 +101,10 @@ LOCK_WAIT_S = 90.0
 # storm of 48 clients: refusal p99 67-69 -> 50-54 ms, /health p99 33-39 -> 13-26 ms;
 # docs/BENCHMARKS.md, section refusal-path).
 TORCHSERVE_NICENESS = 10
+# The watchdog stops what is left in this order, as Servers.stop does: the gateway and the
+# worker still write to Redis while they stop, and both call TorchServe.
+STOP_ORDER = ("gateway", "worker", "Redis", "TorchServe")
+REDIS_STOP_S = 30.0
 
 
 class StartError(Exception):
@@ -224,6 +248,16 @@ def _path(value: str | None, default: Path) -> Path:
     return (REPO / value).resolve() if value else default
 
 
+def _without_password(url: str) -> str:
+    """`url` with its user and password (if any) hidden: it is printed."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" in parts.netloc:
+        url = parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]).geturl()
+    if "password" in parts.query:  # unix:///run/redis.sock?password=...
+        url = url.split("?", 1)[0] + "?***"
+    return url
+
+
 @dataclass
 class Settings:
     bind: str
@@ -232,6 +266,13 @@ class Settings:
     state_dir: Path
     ready_timeout: float
     gateway_env: dict[str, str]
+    # Redis: started here when `redis_server` is set; `redis_url` (ours or the user's) is
+    # what the gateway and the worker get, None when jobs run in the gateway's own queue.
+    redis_server: str | None
+    redis_port: int
+    redis_dir: Path
+    redis_url: str | None
+    worker_grace: float
 
     @classmethod
     def from_env(cls, environ: dict[str, str]) -> Settings:
@@ -249,6 +290,17 @@ class Settings:
         env = {**environ, "GUNICORN_BIND": bind, "STORAGE_URL": storage}
         env.setdefault("TORCHSERVE_URL", ts.inference_url)
         env.setdefault("TORCHSERVE_MANAGEMENT_URL", ts.management_url)
+        redis_url = env.pop("REDIS_URL", "") or None  # set but empty: unset
+        redis_server = None if redis_url else shutil.which("redis-server", path=env.get("PATH"))
+        try:
+            redis_port = int(environ.get("REDIS_PORT") or DEFAULT_REDIS_PORT)
+            worker_grace = float(environ.get("WORKER_GRACE_S") or 30)
+        except ValueError as exc:
+            raise StartError(f"REDIS_PORT or WORKER_GRACE_S: {exc}") from exc
+        if redis_server:
+            redis_url = f"redis://127.0.0.1:{redis_port}/0"
+        if redis_url:
+            env["REDIS_URL"] = redis_url
         return cls(
             bind=bind,
             storage_url=storage,
@@ -256,6 +308,11 @@ class Settings:
             state_dir=_path(environ.get("RUN_STATE_DIR"), DEFAULT_RUN_STATE_DIR),
             ready_timeout=float(environ.get("TS_READY_TIMEOUT") or 180),
             gateway_env=env,
+            redis_server=redis_server,
+            redis_port=redis_port,
+            redis_dir=_path(environ.get("REDIS_STATE_DIR"), DEFAULT_REDIS_STATE_DIR),
+            redis_url=redis_url,
+            worker_grace=worker_grace,
         )
 
     @property
@@ -266,6 +323,35 @@ class Settings:
     @property
     def gateway_pid_file(self) -> Path:
         return self.state_dir / "gateway.pid"
+
+    @property
+    def worker_pid_file(self) -> Path:
+        return self.state_dir / "worker.pid"
+
+    @property
+    def redis_pid_file(self) -> Path:
+        return self.state_dir / "redis.pid"
+
+    @property
+    def redis_log(self) -> Path:
+        return self.redis_dir / "redis.log"
+
+    def jobs_line(self) -> str:
+        """One line: where jobs run in this make run."""
+        if self.redis_server:
+            return (
+                f"jobs: queued in Redis on 127.0.0.1:{self.redis_port} ({self.redis_dir}), "
+                "run by one worker (python -m gateway.worker)"
+            )
+        if self.redis_url:
+            return (
+                f"jobs: REDIS_URL is set ({_without_password(self.redis_url)}): no Redis of "
+                "make run's; one worker (python -m gateway.worker) takes jobs from that one"
+            )
+        return (
+            "jobs: redis-server is not installed (as root, make run installs it) and REDIS_URL "
+            "is not set: no worker; the gateway runs jobs in its embedded queue, lost on restart"
+        )
 
     def torchserve_ports(self) -> list[tuple[str, str, int]]:
         """(setting, host, port) of every port TorchServe's config makes it listen on."""
@@ -304,7 +390,7 @@ def owner_lock(state_dir: Path) -> Iterator[int]:
                     f"another `make run` of this checkout is running (pid {owner}).\n"
                     f"  Stop it with Ctrl-C in its terminal, or: kill {owner}\n"
                     "  (or run this one beside it: other RUN_STATE_DIR, TS_STATE_DIR, TS_CONFIG "
-                    "ports and GUNICORN_BIND)"
+                    "ports, GUNICORN_BIND, REDIS_PORT and REDIS_STATE_DIR)"
                 )
             if time.monotonic() > deadline:
                 raise StartError(f"{path} stays locked; is a `make run` still stopping?")
@@ -338,14 +424,20 @@ def _lock_owner(path: Path) -> int | None:
 
 # --- what an earlier run left ----------------------------------------------------------
 def stop_leftovers(settings: Settings) -> None:
-    """Stop the gateway and TorchServe an earlier make run of this checkout left running."""
-    pid_file = settings.gateway_pid_file
-    with contextlib.suppress(OSError, ValueError):
-        pgid = int(pid_file.read_text())
-        if group_alive(pgid) and group_runs(pgid, "gunicorn", "gateway"):
-            say(f"stopping the gateway an earlier `make run` left running (pid {pgid})...")
-            stop_gateway(pgid, _graceful_timeout(settings.gateway_env))
-    pid_file.unlink(missing_ok=True)
+    """Stop the gateway, worker, Redis and TorchServe an earlier make run of this checkout
+    left running, in the order Servers.stop stops them."""
+    for pid_file, name, words, timeout in (
+        (settings.gateway_pid_file, "gateway", ("gunicorn", "gateway"),
+         _graceful_timeout(settings.gateway_env) + 5),
+        (settings.worker_pid_file, "job worker", ("gateway.worker",), settings.worker_grace + 5),
+        (settings.redis_pid_file, "Redis", ("redis-server",), REDIS_STOP_S),
+    ):  # fmt: skip
+        with contextlib.suppress(OSError, ValueError):
+            pgid = int(pid_file.read_text())
+            if group_alive(pgid) and group_runs(pgid, *words):
+                say(f"stopping the {name} an earlier `make run` left running (pid {pgid})...")
+                stop_leader(pgid, timeout)
+        pid_file.unlink(missing_ok=True)
     ts = settings.torchserve
     pgid = ts.pid
     if pgid is not None and group_runs(pgid, "torchserve", "org.pytorch.serve"):
@@ -365,6 +457,15 @@ def check_ports_free(settings: Settings) -> None:
             f"{settings.bind} (the gateway's address) is taken by {_describe(who)}.\n"
             f"  Stop it with: {stop}\n"
             f"  or run on another port: GUNICORN_BIND={host}:{int(port) + 1} make run"
+        )
+    if settings.redis_server and port_taken("127.0.0.1", settings.redis_port):
+        port = settings.redis_port
+        who = listeners(port)
+        stop = f"kill {who[0].pid}" if who else f"ss -ltnp 'sport = :{port}'   (to find it)"
+        raise StartError(
+            f"127.0.0.1:{port} (Redis's port, REDIS_PORT) is taken by {_describe(who)}.\n"
+            f"  Stop it with: {stop}\n"
+            f"  or run on another port: REDIS_PORT={port + 1} make run"
         )
     for key, ts_host, ts_port in settings.torchserve_ports():
         if port_taken(ts_host, ts_port):
@@ -413,12 +514,14 @@ def _graceful_timeout(env: dict[str, str]) -> float:
     return float(env.get("GUNICORN_GRACEFUL_TIMEOUT") or 30)
 
 
-def stop_gateway(pgid: int, graceful_timeout: float) -> None:
-    """SIGTERM to gunicorn's master (it drains its workers), then whatever is left of the
-    group (render workers) gets SIGTERM and, at last, SIGKILL."""
+def stop_leader(pgid: int, timeout: float) -> None:
+    """SIGTERM to the group's leader (gunicorn's master drains its workers; the job worker
+    finishes or hands back its jobs; Redis syncs its append-only file), up to `timeout` for
+    it to exit, then whatever is left of the group (render workers) gets SIGTERM and, at
+    last, SIGKILL."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + graceful_timeout + 5
+    deadline = time.monotonic() + timeout
     while psutil.pid_exists(pgid) and time.monotonic() < deadline:
         with contextlib.suppress(psutil.Error):
             if psutil.Process(pgid).status() == psutil.STATUS_ZOMBIE:
@@ -467,36 +570,69 @@ def watchdog_main() -> int:
             return 0
         if len(words) == 3 and words[0] == "watch":
             groups[int(words[1])] = words[2]
-    alive = {pgid: name for pgid, name in groups.items() if group_alive(pgid)}
+    order = {name: i for i, name in enumerate(STOP_ORDER)}
+    alive = sorted(
+        ((pgid, name) for pgid, name in groups.items() if group_alive(pgid)),
+        key=lambda group: order.get(group[1], len(order)),
+    )
     if alive:
-        names = " and ".join(f"the {name} (pid {pgid})" for pgid, name in alive.items())
+        names = ", ".join(f"the {name} (pid {pgid})" for pgid, name in alive)
         say(f"make run: its supervisor died; stopping {names}", err=True)
-        for pgid in alive:
-            end_group(pgid, 30.0)
+        grace = float(os.environ.get("WORKER_GRACE_S") or 30) + 5
+        for pgid, name in alive:
+            end_group(pgid, grace if name == "worker" else 30.0)
     return 0
 
 
+def redis_answers(port: int) -> bool:
+    """Whether the Redis on 127.0.0.1:`port` answers PING with PONG (not while it loads its
+    append-only file: then it answers -LOADING)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
 class Servers:
-    """The gateway and TorchServe of one run, and how to stop them."""
+    """The gateway, the job worker, Redis and TorchServe of one run, and how to stop them."""
 
     def __init__(self, settings: Settings, watchdog: Watchdog) -> None:
         self.settings = settings
         self.watchdog = watchdog
         self.gateway: subprocess.Popen | None = None
+        self.worker: subprocess.Popen | None = None
+        self.redis: subprocess.Popen | None = None
         self.torchserve_started = False
 
-    def start(self) -> None:
-        """Both at once: gunicorn boots and warms its render workers while models load."""
-        s = self.settings
-        say(f"starting the gateway on {s.url} and TorchServe (models load in a few seconds)...")
+    def _spawn(self, command: list[str], name: str, pid_file: Path, **kwargs) -> subprocess.Popen:
+        """`command` in a session of its own, watched, its pid in `pid_file`."""
         with _Signals.held():
-            self.gateway = subprocess.Popen(
-                [sys.executable, "-m", "gateway"], cwd=REPO, env=s.gateway_env,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-                preexec_fn=_child_dies_with_parent,
+            proc = subprocess.Popen(
+                command, cwd=REPO, stdin=subprocess.DEVNULL, start_new_session=True, **kwargs
+            )
+            self.watchdog.watch(proc.pid, name)
+            pid_file.write_text(f"{proc.pid}\n")
+        return proc
+
+    def start(self) -> None:
+        """Redis first (the gateway and the worker connect to it at start), then the rest at
+        once: gunicorn boots and warms its render workers while models load."""
+        s = self.settings
+        say(s.jobs_line())
+        if s.redis_server:
+            self.start_redis()
+        say(f"starting the gateway on {s.url} and TorchServe (models load in a few seconds)...")
+        self.gateway = self._spawn(
+            [sys.executable, "-m", "gateway"], "gateway", s.gateway_pid_file,
+            env=s.gateway_env, preexec_fn=_child_dies_with_parent,
+        )  # fmt: skip
+        if s.redis_url:
+            self.worker = self._spawn(
+                [sys.executable, "-m", "gateway.worker"], "worker", s.worker_pid_file,
+                env=s.gateway_env, preexec_fn=_child_dies_with_parent,
             )  # fmt: skip
-            self.watchdog.watch(self.gateway.pid, "gateway")
-            s.gateway_pid_file.write_text(f"{self.gateway.pid}\n")
         with _Signals.held():
             try:
                 pgid = s.torchserve.launch()
@@ -504,6 +640,38 @@ class Servers:
                 raise StartError(str(exc)) from exc
             self.torchserve_started = True
             self.watchdog.watch(pgid, "TorchServe")
+
+    def start_redis(self) -> None:
+        """Redis on loopback only, every write synced to its append-only file before it
+        answers; until it answers PING. Not PR_SET_PDEATHSIG: if this process dies, the
+        watchdog stops Redis after the gateway and the worker, as Servers.stop does."""
+        s = self.settings
+        assert s.redis_server is not None
+        s.redis_dir.mkdir(parents=True, exist_ok=True)
+        command = [
+            s.redis_server, "--bind", "127.0.0.1", "--port", str(s.redis_port),
+            "--protected-mode", "yes", "--appendonly", "yes", "--appendfsync", "always",
+            "--save", "", "--dir", str(s.redis_dir), "--daemonize", "no",
+            "--logfile", str(s.redis_log),
+        ]  # fmt: skip
+        self.redis = self._spawn(command, "Redis", s.redis_pid_file, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + s.ready_timeout
+        while not redis_answers(s.redis_port):
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise StartError(
+                    f"Redis does not answer PING after {s.ready_timeout:.0f} s; the end of "
+                    f"{s.redis_log}:\n{self.redis_log_tail()}"
+                )
+            time.sleep(0.05)
+
+    def redis_log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(
+                self.settings.redis_log.read_text(errors="replace").splitlines()[-lines:]
+            )
+        except OSError as exc:
+            return f"({exc})"
 
     def wait_ready(self) -> None:
         """Until every model has a READY worker (asked of TorchServe, so the gateway's log
@@ -538,22 +706,39 @@ class Servers:
             self._check_alive()
 
     def _check_alive(self) -> None:
+        if self.redis is not None and self.redis.poll() is not None:
+            raise StartError(
+                f"Redis exited (status {self.redis.returncode}); the end of "
+                f"{self.settings.redis_log}:\n{self.redis_log_tail()}"
+            )
         if self.gateway is not None and self.gateway.poll() is not None:
             raise StartError(f"the gateway exited (status {self.gateway.returncode}); see above")
+        if self.worker is not None and self.worker.poll() is not None:
+            raise StartError(f"the job worker exited (status {self.worker.returncode}); see above")
         if self.torchserve_started and self.settings.torchserve.pid is None:
             raise StartError(
                 "TorchServe exited; the end of its logs:\n" + self.settings.torchserve.log_tail(15)
             )
 
     def stop(self) -> None:
-        """The gateway first (its requests in flight still need the models), then TorchServe."""
-        if self.gateway is not None:
-            if self.gateway.poll() is None:
-                say("stopping the gateway...")
-            stop_gateway(self.gateway.pid, _graceful_timeout(self.settings.gateway_env))
+        """The gateway first (its requests in flight still need the models and Redis), then
+        the worker (its jobs too), then Redis, then TorchServe."""
+        s = self.settings
+        for proc, name, timeout, pid_file in (
+            (self.gateway, "the gateway", _graceful_timeout(s.gateway_env) + 5,
+             s.gateway_pid_file),
+            (self.worker, "the job worker (its jobs finish or go back to the queue)",
+             s.worker_grace + 5, s.worker_pid_file),
+            (self.redis, "Redis", REDIS_STOP_S, s.redis_pid_file),
+        ):  # fmt: skip
+            if proc is None:
+                continue
+            if proc.poll() is None:
+                say(f"stopping {name}...")
+            stop_leader(proc.pid, timeout)
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self.gateway.wait(timeout=5)
-            self.settings.gateway_pid_file.unlink(missing_ok=True)
+                proc.wait(timeout=5)
+            pid_file.unlink(missing_ok=True)
         if self.torchserve_started:
             if self.settings.torchserve.pid is not None:
                 say("stopping TorchServe...")
@@ -566,11 +751,19 @@ def print_ready(settings: Settings) -> None:
     where = settings.storage_url.removeprefix("file://")
     # The key is named, never printed: it is in the environment of whoever runs this.
     key = ' -H "Authorization: Bearer $API_KEY"' if settings.gateway_env.get("API_KEY") else ""
+    running = (
+        ", ".join(
+            ["the gateway"]
+            + ["the job worker"] * bool(settings.redis_url)
+            + ["Redis"] * bool(settings.redis_server)
+        )
+        + " and TorchServe"
+    )
     say(
         f"\nReady: {settings.url}   (GIFs are stored in {where})\nTry it:\n\n"
         f"  curl -s{key} -F image=@{sample} {settings.url}/animate\n\n"
         f'It answers {{"dab": "{settings.url}/files/...gif", ...}}; open the URLs in a '
-        "browser.\nCtrl-C stops the gateway and TorchServe."
+        f"browser.\nCtrl-C stops {running}."
     )
 
 

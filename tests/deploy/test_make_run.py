@@ -1,14 +1,18 @@
-"""`make run` owns its servers: every way of stopping it stops both, and it starts again.
+"""`make run` owns its servers: every way of stopping it stops them all, and it starts again.
 
 A cycle runs the real `make run` (TorchServe with the project's archives, gunicorn with the
-gevent worker) on free loopback ports with its own state folders, waits for the gateway's
-/ready to answer 200, waits a random moment, stops it one way, then checks that every
-process it had started is gone and that nothing listens on its ports. The next cycle's
-start checks that it starts again every time (and one last start after the last stop).
+gevent worker, Debian's redis-server and one job worker) on free loopback ports with its
+own state folders, waits for the gateway's /ready to answer 200, checks that Redis answers
+on its port and the worker runs, waits a random moment, stops it one way, then checks that
+every process it had started is gone and that nothing listens on its ports. The next
+cycle's start checks that it starts again every time (and one last start after the last
+stop). Without redis-server (`make sysdeps` installs it, as root) there is no Redis and no
+worker, and the cycles check that make run says jobs run in the gateway.
 
 Ways of stopping it: SIGINT or SIGTERM to the script (the supervisor), SIGTERM to the whole
 process group (what `timeout`, a CI job or a process manager sends), SIGHUP to the group
-(the terminal closed), SIGKILL to its parent (`make`) and SIGKILL to the script itself.
+(the terminal closed), SIGKILL to its parent (`make`), SIGKILL to the script itself, and
+SIGKILL to the job worker (make run says so and stops the rest).
 
 One cycle takes 10-15 s on a quiet 2-core machine (TorchServe loads two models), so the
 suite runs MAKE_RUN_STOP_CYCLES=1 cycle per way; the issue's ten per way:
@@ -18,8 +22,10 @@ suite runs MAKE_RUN_STOP_CYCLES=1 cycle per way; the issue's ten per way:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,9 +36,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+import redis
 import requests
 
-from gateway.tools.devserver import TORCHSERVE_NICENESS
+from gateway.tools.devserver import TORCHSERVE_NICENESS, Settings
 from torchserve.server import (
     DEFAULT_CONFIG,
     DEFAULT_MODEL_STORE,
@@ -48,8 +55,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 CYCLES = int(os.environ.get("MAKE_RUN_STOP_CYCLES", "1"))
 SEED = int(os.environ.get("MAKE_RUN_STOP_SEED", str(random.randrange(1_000_000))))
+REDIS_SERVER = shutil.which("redis-server")
 WAYS = ("sigint-script", "sigterm-script", "sigterm-group", "sighup-group", "kill-parent",
-        "kill-script")  # fmt: skip
+        "kill-script", *(("kill-worker",) if REDIS_SERVER else ()))  # fmt: skip
 READY_TIMEOUT_S = 180.0
 GONE_TIMEOUT_S = 60.0  # the gateway drains (nothing in flight here), TorchServe stops
 
@@ -62,13 +70,14 @@ class Instance:
     env: dict[str, str]
     gateway_port: int
     torchserve_ports: list[int]
+    redis_port: int
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.gateway_port}"
 
     def ports(self) -> list[int]:
-        return [self.gateway_port, *self.torchserve_ports]
+        return [self.gateway_port, *self.torchserve_ports, self.redis_port]
 
     def torchserve(self) -> TorchServe:
         return TorchServe(
@@ -77,11 +86,12 @@ class Instance:
 
 
 def new_instance(root: Path) -> Instance:
-    ports = free_ports(len(PORT_KEYS) + 1)
-    ts_ports = dict(zip(PORT_KEYS, ports[1:], strict=True))
+    ports = free_ports(len(PORT_KEYS) + 2)
+    ts_ports = dict(zip(PORT_KEYS, ports[1:-1], strict=True))
     config = write_config(DEFAULT_CONFIG, root / "config.properties", ts_ports, DEFAULT_MODEL_STORE)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    for name in ("PROMETHEUS_MULTIPROC_DIR", "REDIS_URL"):
+        env.pop(name, None)
     env.update(
         GUNICORN_BIND=f"127.0.0.1:{ports[0]}",
         TS_CONFIG=str(config),
@@ -89,8 +99,10 @@ def new_instance(root: Path) -> Instance:
         RUN_STATE_DIR=str(root / "make-run"),
         STORAGE_URL=f"file://{root / 'animations'}",
         RENDER_WORKERS="1",
+        REDIS_PORT=str(ports[-1]),
+        REDIS_STATE_DIR=str(root / "redis"),
     )
-    return Instance(root, env, ports[0], ports[1:])
+    return Instance(root, env, ports[0], ports[1:-1], ports[-1])
 
 
 class MakeRun:
@@ -130,7 +142,7 @@ class MakeRun:
         raise AssertionError(f"no supervisor under make:\n{self.tail()}")
 
     def processes(self) -> list[psutil.Process]:
-        """make, the supervisor, its watchdog and both servers with all their children."""
+        """make, the supervisor, its watchdog and the servers with all their children."""
         try:
             make = psutil.Process(self.make.pid)
             return [make, *make.children(recursive=True)]
@@ -154,6 +166,8 @@ class MakeRun:
             self.make.kill()
         elif way == "kill-script":
             supervisor.kill()
+        elif way == "kill-worker":
+            worker(self.processes()).kill()
         else:
             raise ValueError(way)
 
@@ -182,6 +196,40 @@ def assert_torchserve_yields_to_the_gateway(procs: list[psutil.Process], ts_grou
         assert autogroup.read_text().split()[-1] == str(TORCHSERVE_NICENESS)
 
 
+def worker(procs: list[psutil.Process]) -> psutil.Process:
+    """The job worker (`python -m gateway.worker`, not its render processes)."""
+    (found,) = [p for p in procs if p.cmdline()[-2:] == ["-m", "gateway.worker"]]
+    return found
+
+
+def assert_redis_and_worker_run(run: MakeRun, procs: list[psutil.Process], check_config: bool):
+    """Redis answers on its port, loopback only, every write synced to its append-only
+    file in the run's state folder; one worker runs, pointed at it, in a session of its own.
+    Without redis-server: neither, and make run says that jobs run in the gateway."""
+    instance = run.instance
+    if not REDIS_SERVER:
+        assert not [p for p in procs if "gateway.worker" in " ".join(p.cmdline())]
+        assert "the gateway runs jobs in its embedded queue" in run.output()
+        return
+    url = f"redis://127.0.0.1:{instance.redis_port}/0"
+    (server,) = [p for p in procs if p.name() == "redis-server"]
+    job_worker = worker(procs)
+    assert job_worker.environ()["REDIS_URL"] == url
+    assert _pgid(job_worker.pid) == job_worker.pid and _pgid(server.pid) == server.pid
+    assert f"jobs: queued in Redis on 127.0.0.1:{instance.redis_port}" in run.output()
+    client = redis.Redis.from_url(url, socket_timeout=5)
+    try:
+        assert client.ping()
+        if check_config:
+            config = client.config_get("*")
+            assert config["bind"] == "127.0.0.1" and config["protected-mode"] == "yes"
+            assert (config["appendonly"], config["appendfsync"]) == ("yes", "always")
+            assert config["save"] == "" and config["requirepass"] == ""
+            assert config["dir"] == instance.env["REDIS_STATE_DIR"]
+    finally:
+        client.close()
+
+
 def _pgid(pid: int) -> int | None:
     try:
         return os.getpgid(pid)
@@ -206,6 +254,12 @@ def wait_all_gone(procs: list[psutil.Process], ports: list[int], timeout: float)
             names = [f"{p.pid} {' '.join(p.cmdline())[:100]}" for p in alive if _alive(p)]
             raise AssertionError(f"left running: {names}; listening: {open_ports}")
         time.sleep(0.1)
+
+
+def wait_listening(port: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not listening(port) and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def _alive(proc: psutil.Process) -> bool:
@@ -240,9 +294,10 @@ def make_runs(instance: Instance) -> Iterator[list[MakeRun]]:
             if run.make.poll() is None:
                 run.kill_everything()
         instance.torchserve().kill()
-        gateway_pid = Path(instance.env["RUN_STATE_DIR"]) / "gateway.pid"
-        if gateway_pid.is_file() and group_alive(pgid := int(gateway_pid.read_text())):
-            os.killpg(pgid, signal.SIGKILL)
+        for name in ("gateway", "worker", "redis"):
+            pid_file = Path(instance.env["RUN_STATE_DIR"]) / f"{name}.pid"
+            if pid_file.is_file() and group_alive(pgid := int(pid_file.read_text())):
+                os.killpg(pgid, signal.SIGKILL)
 
 
 def start(instance: Instance, runs: list[MakeRun]) -> MakeRun:
@@ -251,7 +306,7 @@ def start(instance: Instance, runs: list[MakeRun]) -> MakeRun:
 
 
 @pytest.mark.timeout(150 * (CYCLES * len(WAYS) + 1))
-def test_every_way_of_stopping_make_run_stops_both_servers(instance, make_runs):
+def test_every_way_of_stopping_make_run_stops_every_server(instance, make_runs):
     rng = random.Random(SEED)
     ways = [way for _ in range(CYCLES) for way in WAYS]
     rng.shuffle(ways)
@@ -264,6 +319,7 @@ def test_every_way_of_stopping_make_run_stops_both_servers(instance, make_runs):
         assert ts_group is not None and any(p.pid == ts_group for p in started)
         if i == 0:
             assert_torchserve_yields_to_the_gateway(started, ts_group)
+        assert_redis_and_worker_run(run, started, check_config=i == 0)
         moment = rng.uniform(0.0, 2.0)
         time.sleep(moment)
         stopped_at = time.monotonic()
@@ -276,40 +332,61 @@ def test_every_way_of_stopping_make_run_stops_both_servers(instance, make_runs):
               f"all gone {time.monotonic() - stopped_at:5.1f} s after ({gone_s:.1f} s after make)")  # fmt: skip
         if way in ("sigint-script", "sigterm-script"):
             assert "stopped." in run.output(), run.tail()
+        if way == "kill-worker":
+            assert run.make.returncode != 0
+            assert "the job worker exited (status -9)" in run.output(), run.tail()
 
 
 @pytest.mark.timeout(400)
+def _leftover(command: list[str], env: dict[str, str], pid_file: str) -> subprocess.Popen:
+    """A server an earlier run left: in a session of its own, its pid in RUN_STATE_DIR."""
+    proc = subprocess.Popen(
+        command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    Path(env["RUN_STATE_DIR"]).mkdir(parents=True, exist_ok=True)
+    (Path(env["RUN_STATE_DIR"]) / pid_file).write_text(f"{proc.pid}\n")
+    return proc
+
+
 def test_leftovers_of_this_checkout_are_replaced_and_a_running_one_is_not(instance, make_runs):
     # What an earlier run that died without its watchdog leaves: TorchServe in the state
-    # folder, a gateway whose pid the run's state folder holds.
+    # folder; a gateway, a job worker and Redis (on make run's port) whose pids the run's
+    # state folder holds.
     env = instance.env
     subprocess.run([REPO / "torchserve" / "start.sh"], env=env, check=True, timeout=200,
                    capture_output=True)  # fmt: skip
     old_torchserve = instance.torchserve().pid
-    old_gateway = subprocess.Popen(
-        [str(REPO / ".venv" / "bin" / "python"), "-m", "gateway"], cwd=REPO, env=env,
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )  # fmt: skip
-    Path(env["RUN_STATE_DIR"]).mkdir(parents=True, exist_ok=True)
-    (Path(env["RUN_STATE_DIR"]) / "gateway.pid").write_text(f"{old_gateway.pid}\n")
+    python = str(REPO / ".venv" / "bin" / "python")
+    old = {"gateway": _leftover([python, "-m", "gateway"], env, "gateway.pid")}
     try:
-        deadline = time.monotonic() + 60
-        while not listening(instance.gateway_port) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        if REDIS_SERVER:
+            old_redis_dir = instance.root / "old-redis"
+            old_redis_dir.mkdir()
+            old["Redis"] = _leftover(
+                [REDIS_SERVER, "--bind", "127.0.0.1", "--port", str(instance.redis_port),
+                 "--save", "", "--dir", str(old_redis_dir)], env, "redis.pid",
+            )  # fmt: skip
+            wait_listening(instance.redis_port)
+            worker_env = {**env, "REDIS_URL": f"redis://127.0.0.1:{instance.redis_port}/0"}
+            old["job worker"] = _leftover(
+                [python, "-m", "gateway.worker"], worker_env, "worker.pid"
+            )
+        wait_listening(instance.gateway_port)
+        assert all(proc.poll() is None for proc in old.values())
         run = start(instance, make_runs)
         run.wait_ready()
         out = run.output()
-        assert (
-            f"stopping the gateway an earlier `make run` left running (pid {old_gateway.pid})"
-            in out
-        )
+        for name, proc in old.items():
+            assert f"stopping the {name} an earlier `make run` left running (pid {proc.pid})" in out
+            assert proc.poll() is not None and not group_alive(proc.pid)
         assert (
             f"stopping the TorchServe an earlier `make run` left running (pid {old_torchserve})"
             in out
         )
-        assert old_gateway.poll() is not None and not group_alive(old_torchserve)
+        assert not group_alive(old_torchserve)
         assert instance.torchserve().pid not in (None, old_torchserve)
+        assert_redis_and_worker_run(run, run.processes(), check_config=True)
 
         # A second make run of the same checkout while this one runs: told, nothing touched.
         second = start(instance, make_runs)
@@ -326,8 +403,10 @@ def test_leftovers_of_this_checkout_are_replaced_and_a_running_one_is_not(instan
         run.make.wait(timeout=GONE_TIMEOUT_S)
         wait_all_gone(started, instance.ports(), 10)
     finally:
-        old_gateway.kill()
-        old_gateway.wait()
+        for proc in old.values():
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def test_a_stranger_on_the_gateway_port_is_named_with_the_command_that_stops_it(
@@ -346,6 +425,51 @@ def test_a_stranger_on_the_gateway_port_is_named_with_the_command_that_stops_it(
     assert f"Stop it with: kill {os.getpid()}" in out
     assert f"GUNICORN_BIND=127.0.0.1:{instance.gateway_port + 1} make run" in out
     assert instance.torchserve().pid is None  # nothing was started
+
+
+@pytest.mark.skipif(not REDIS_SERVER, reason="redis-server is not installed (make sysdeps)")
+def test_a_stranger_on_the_redis_port_is_named_with_the_command_that_stops_it(instance, make_runs):
+    with socket.socket() as stranger:
+        stranger.bind(("127.0.0.1", instance.redis_port))
+        stranger.listen()
+        run = start(instance, make_runs)
+        assert run.make.wait(timeout=60) != 0
+    out = run.output()
+    port = instance.redis_port
+    assert f"127.0.0.1:{port} (Redis's port, REDIS_PORT) is taken by pid {os.getpid()}" in out
+    assert f"Stop it with: kill {os.getpid()}" in out
+    assert f"REDIS_PORT={port + 1} make run" in out
+    assert instance.torchserve().pid is None and not listening(instance.gateway_port)
+
+
+@pytest.mark.parametrize("redis_url", [None, "redis://:s3cret@redis.example:6379/2"])
+@pytest.mark.parametrize("installed", [True, False])
+def test_where_jobs_run_follows_redis_server_and_redis_url(tmp_path, redis_url, installed):
+    """A Redis of make run's when redis-server is on PATH and REDIS_URL is not set; a
+    worker whenever there is a Redis; otherwise the gateway's embedded queue. One line
+    says which, never with a password."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if installed:
+        (bin_dir / "redis-server").write_text("#!/bin/sh\n")
+        (bin_dir / "redis-server").chmod(0o755)
+    environ = {"PATH": str(bin_dir), "REDIS_PORT": "6999"}
+    if redis_url:
+        environ["REDIS_URL"] = redis_url
+    settings = Settings.from_env(environ)
+    line = settings.jobs_line()
+    assert "s3cret" not in line and "\n" not in line
+    if redis_url:
+        assert settings.redis_server is None and settings.redis_url == redis_url
+        assert "REDIS_URL is set (redis://***@redis.example:6379/2)" in line
+    elif installed:
+        assert settings.redis_server == str(bin_dir / "redis-server")
+        assert settings.redis_url == "redis://127.0.0.1:6999/0"
+        assert "queued in Redis on 127.0.0.1:6999" in line
+    else:
+        assert settings.redis_server is None and settings.redis_url is None
+        assert "no worker; the gateway runs jobs in its embedded queue" in line
+    assert settings.gateway_env.get("REDIS_URL") == settings.redis_url
 
 
 def test_a_stranger_on_a_torchserve_port_is_named_with_the_command_that_stops_it(
