@@ -118,7 +118,8 @@ class JobRunner:
             record = self._run(record, request)
         except gevent.GreenletExit:
             log.info("job %s handed back: the worker stops", record.id)
-            self._patiently(self.queue.requeue, claim, self._latest(record), False)
+            handed_back = self._latest(record).with_(status="queued")
+            self._patiently(self.queue.requeue, claim, handed_back, False)
             raise
         except ApiError as exc:
             record = self._latest(record).with_(error={"code": exc.code, "message": exc.message})

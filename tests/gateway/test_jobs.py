@@ -169,15 +169,33 @@ def test_no_accepted_job_is_lost_when_redis_restarts_mid_run(stack):
     s.start_worker()
     ids = [s.submit(seed=k % 5, motions="dab,zombie", size=128).json()["id"] for k in range(6)]
     time.sleep(0.5)
-    s.redis.restart(down_s=1.0)  # SIGTERM: its append-only file is written
-    while True:  # the gateway answers 503 queue_unavailable, never a lost 202, while it is down
-        reply = s.submit(seed=5, motions="dab", size=128)
-        if reply.status_code == 202:
-            ids.append(reply.json()["id"])
-            break
-        assert reply.status_code == 503 and reply.json()["error"]["code"] == "queue_unavailable"
-    for job_id in ids:
+    s.redis.stop()  # SIGTERM: its append-only file is written
+    # While it is down: not ready, naming Redis; a job is refused (503), never a lost 202.
+    ready = requests.get(f"{s.url}/ready", timeout=10)
+    assert ready.status_code == 503 and any("redis" in m for m in ready.json()["missing"])
+    down = s.submit(seed=5, motions="dab", size=128)
+    assert (down.status_code, down.json()["error"]["code"]) == (503, "queue_unavailable")
+    s.redis.start()
+    later = s.submit(seed=5, motions="dab", size=128)
+    assert later.status_code == 202, later.text
+    for job_id in [*ids, later.json()["id"]]:
         assert s.wait(job_id, timeout=180)["status"] == "done"
+
+
+def test_a_worker_told_to_stop_hands_its_job_back_and_another_finishes_it(stack):
+    s = stack(WORKER_GRACE_S="0")
+    first = s.start_worker()
+    job_id = s.submit(motions="dab,zombie,jumping,wave_hello,clap,cheer", size=384).json()["id"]
+    s.wait(job_id, until=("running",))
+    assert first.stop() == 0  # SIGTERM: no grace, so the job goes back to the queue
+    assert "handed back" in first.log_text()
+    back = s.job(job_id)
+    assert back["status"] == "queued", back
+    s.start_worker()
+    assert s.wait(job_id, timeout=180)["status"] == "done"
+    assert (
+        s.redis.client().hget(f"job:{job_id}", "tries") == b"1"
+    )  # the handed-back try did not count
 
 
 def test_a_job_that_always_fails_ends_failed_after_its_tries_in_the_dead_letters(stack):

@@ -69,13 +69,17 @@ def _in_group(pid: int, group: int) -> bool:
         return False
 
 
-def test_manifests_publish_the_gateway_port_only():
-    ports = set()
+def test_manifests_publish_the_gateway_port_only_and_redis_inside_the_cluster():
+    ports, services = {}, []
     for path in (ROOT / "k8s").glob("*.yaml"):
-        text = path.read_text()
-        for doc in yaml.safe_load_all(text):
-            ports |= set(_ports(doc))
-    assert ports == {5000}
+        for doc in yaml.safe_load_all(path.read_text()):
+            ports[path.name] = ports.get(path.name, set()) | set(_ports(doc))
+            if doc.get("kind") == "Service":
+                services.append(doc)
+    assert ports.pop("redis.yaml") == {6379}  # the job queue: the gateway and workers only
+    assert set().union(*ports.values()) == {5000}
+    for service in services:  # none reachable from outside the cluster
+        assert service["spec"].get("type", "ClusterIP") == "ClusterIP", service["metadata"]
 
 
 def _ports(node) -> list[int]:
