@@ -1,7 +1,7 @@
 // The page of the drawn-animation service: a drawing in, what the service sees drawn over
 // it (box, outline, joints), fixed by hand, then animated. Plain JavaScript, no build step.
-// It speaks the API as any client does (GET /motions, POST /annotate, POST /animate; see
-// /openapi.json), with the same field names.
+// It speaks the API as any client does (GET /motions, POST /annotate, POST /animate, and for
+// long requests POST /jobs then GET /jobs/<id>; see /openapi.json), with the same field names.
 "use strict";
 
 // COCO order, as /annotate answers and /animate takes the keypoints.
@@ -17,6 +17,10 @@ const BONES = [
 ];
 const JOINT_RADIUS_PX = 9; // on screen, whatever the photo's size
 const MAX_BUSY_RETRIES = 3;
+const POLL_FIRST_MS = 500; // a job's state is asked for this often at first,
+const POLL_GROWTH = 1.25; // then a little less often each time,
+const POLL_MAX_MS = 2000; // up to this
+const POLL_MAX_FAILURES = 8; // unanswered asks in a row (about 15 s) before the page gives up on a job
 const SVG = "http://www.w3.org/2000/svg";
 const MASK_RGB = [0, 87, 184];
 
@@ -51,6 +55,7 @@ const state = {
   key: sessionStorage.getItem("apiKey") || "",
   retry: null, // what to do again once the API key is given
   links: {}, // the last answer's Link headers by title: each sprite sheet's layout
+  run: 0, // counts what the user started (a drawing, an Animate): a job's polling stops once stale
 };
 
 class ShownError extends Error {}
@@ -129,6 +134,7 @@ function onFile(input) {
   const file = input.files && input.files[0];
   input.value = ""; // the same file picked again is a new pick
   if (!file) return;
+  state.run++; // a job still being watched is of the drawing before
   state.file = file;
   $("photo").src = URL.createObjectURL(file);
   for (const id of ["edit", "animate-section", "results-section"]) $(id).hidden = true;
@@ -426,7 +432,22 @@ function chosenMotions() {
   return [...document.querySelectorAll("#motions [aria-pressed=true]")].map((b) => b.dataset.name);
 }
 
+// Whether a request goes to POST /jobs (answered at once, then watched) rather than POST
+// /animate (one answer once every motion is stored). /animate keeps a connection open and the
+// page shows nothing but "Animating…" meanwhile: fine for the default four motions (a few
+// seconds), but each motion more adds its render, and a long wait on a phone is cut short by
+// a screen lock, a flaky network or a proxy's timeout, and tells the user nothing. A job
+// says how far it got, motion by motion. The page sends no size, fps or motion file of its
+// own, so what a request costs grows with its motions alone (every format costs about the
+// same: an MP4 took 1.3x a GIF's time, measured): more than the defaults' four is long.
+const LONG_AFTER_MOTIONS = 4;
+
+function isLongRequest(motions) {
+  return motions.length > LONG_AFTER_MOTIONS;
+}
+
 async function animate() {
+  const run = ++state.run;
   const motions = chosenMotions();
   if (!motions.length) throw new ShownError("Pick at least one motion.");
   const format = $("format").value;
@@ -437,6 +458,10 @@ async function animate() {
   form.append("bbox", JSON.stringify(state.annotation.bbox));
   form.append("keypoints", JSON.stringify(state.keypoints));
   form.append("mask", JSON.stringify(await maskOption()));
+  if (isLongRequest(motions)) {
+    await animateAsJob(form, motions, format, run);
+    return;
+  }
   $("animate").disabled = true;
   setStatus("Animating… (a few seconds)");
   try {
@@ -446,6 +471,117 @@ async function animate() {
   } finally {
     $("animate").disabled = false;
   }
+}
+
+// A long request: POST /jobs with /animate's very form, then its state asked for until it
+// is done (each motion's animation shown) or failed (its error shown in words), or until the
+// user starts something else (another drawing, another Animate): then the job runs on,
+// unwatched.
+async function animateAsJob(form, motions, format, run) {
+  $("animate").disabled = true;
+  setStatus("Sending the drawing…");
+  let job;
+  try {
+    job = await post("/jobs", form, animate);
+  } finally {
+    $("animate").disabled = false; // pressed again, it starts anew and this one is let go
+  }
+  if (run !== state.run) return;
+  showProgress(motions);
+  let delay = POLL_FIRST_MS;
+  let failures = 0;
+  for (;;) {
+    await sleep(delay);
+    if (run !== state.run) return;
+    delay = Math.min(POLL_MAX_MS, delay * POLL_GROWTH);
+    let doc;
+    try {
+      doc = await jobState(job.status_url);
+    } catch (exc) {
+      if (run !== state.run) return;
+      if (!(exc instanceof Unanswered) || ++failures >= POLL_MAX_FAILURES) throw exc;
+      continue;
+    }
+    failures = 0;
+    if (run !== state.run) return;
+    updateProgress(doc);
+    if (doc.status === "done") {
+      state.links = doc.layouts || {};
+      showResults(doc.result, format);
+      setStatus("");
+      return;
+    }
+    if (doc.status === "failed") {
+      $("results-section").hidden = true;
+      throw new ShownError(words("failed", doc.error || {}));
+    }
+  }
+}
+
+class Unanswered extends ShownError {} // asking for a job's state may work next time
+
+// GET a job's state (its document, gateway/jobs/records.py).
+async function jobState(url) {
+  const headers = state.key ? { Authorization: `Bearer ${state.key}` } : {};
+  let reply;
+  try {
+    reply = await fetch(url, { headers, cache: "no-store" });
+  } catch (exc) {
+    throw new Unanswered("The service cannot be reached. Check the connection and try again.");
+  }
+  if (reply.ok) return reply.json();
+  let error = {};
+  try { error = (await reply.json()).error || {}; } catch (exc) { /* not JSON: no words */ }
+  if (reply.status >= 500) throw new Unanswered(words(reply.status, error));
+  if (reply.status === 404) {
+    throw new ShownError("The service lost track of these animations (it may have restarted). Press Animate again.");
+  }
+  throw new ShownError(words(reply.status, error));
+}
+
+// One card per motion in the animations' place, each with its progress bar: moving while
+// the motion waits (a job tells only waiting or done), full once it is stored.
+function showProgress(motions) {
+  const cards = motions.map((name) => {
+    const card = document.createElement("figure");
+    card.className = "pending";
+    card.dataset.testid = "job-motion";
+    card.dataset.name = name;
+    const bar = document.createElement("progress");
+    bar.id = `progress-${name}`;
+    bar.max = 1; // no value: indeterminate, until the motion is done
+    const caption = document.createElement("figcaption");
+    const label = document.createElement("label");
+    label.htmlFor = bar.id;
+    label.textContent = name.replaceAll("_", " ");
+    const said = document.createElement("span");
+    said.className = "progress-state";
+    said.textContent = "waiting";
+    caption.append(label, said);
+    card.append(bar, caption);
+    return card;
+  });
+  $("results").replaceChildren(...cards);
+  $("results-section").hidden = false;
+  $("results-section").scrollIntoView({ behavior: "smooth", block: "start" });
+  setStatus(`Animating ${motions.length} motions: waiting for the service…`);
+}
+
+function updateProgress(doc) {
+  const progress = doc.progress || { done: 0, total: 0, motions: {} };
+  for (const [name, said] of Object.entries(progress.motions || {})) {
+    const card = $("results").querySelector(`.pending[data-name="${CSS.escape(name)}"]`);
+    if (!card) continue;
+    const bar = card.querySelector("progress");
+    if (said === "done") bar.value = 1;
+    else bar.removeAttribute("value");
+    card.classList.toggle("done", said === "done");
+    card.querySelector(".progress-state").textContent = said === "done" ? "done" : "waiting";
+  }
+  const text = doc.status === "queued"
+    ? `Animating ${progress.total} motions: waiting for the service…`
+    : `Animating: ${progress.done} of ${progress.total} motions done…`;
+  if ($("status").textContent !== text) setStatus(text);
 }
 
 // The file name a download gets, by format (sprites: a PNG sheet; png: zipped frames).

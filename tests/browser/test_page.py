@@ -4,7 +4,9 @@ A drawing is uploaded through the file input; the 17 joints the page draws sit w
 /annotate put them; a dragged joint is what the next request carries; two motions come
 back as two animated GIFs fetched from the service; a blank page shows an error in words;
 on a 390x844 phone screen nothing overflows and every control can be reached; with
-API_KEY set the page asks for the key once. Each state is saved to docs/ as a screenshot.
+API_KEY set the page asks for the key once. More motions than the defaults go through
+POST /jobs: a progress bar per motion fills, then the animations show; a job that fails
+shows its error in words. Each state is saved to docs/ as a screenshot.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ import io
 import json
 import os
 import tempfile
+from itertools import pairwise
 from pathlib import Path
+from urllib.parse import urlparse
 
 import numpy as np
 import pytest
 import requests
 from PIL import Image
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -45,6 +50,22 @@ window.fetch = (url, init = {}) => {
   window.sent.push({url: String(url), fields, auth: (init.headers || {}).Authorization || null});
   return original(url, init);
 };
+"""
+# Records the progress bars of a job (GET /jobs/<id> answered, the page updated them): after
+# each change, every bar's position by its id (-1: waiting, moving; 1: done, full).
+BARS = """
+window.bars = [];
+const seen = {};
+new MutationObserver((records) => {
+  for (const r of records) {
+    const bars = r.type === "attributes" ? [r.target]
+      : [...r.addedNodes].flatMap((n) => n.querySelectorAll ? [...n.querySelectorAll("progress")] : []);
+    for (const bar of bars) if (bar.tagName === "PROGRESS") seen[bar.id] = bar.position;
+  }
+  const last = window.bars[window.bars.length - 1];
+  if (JSON.stringify(last) !== JSON.stringify(seen)) window.bars.push({...seen});
+}).observe(document.getElementById("results"),
+           {subtree: true, childList: true, attributes: true, attributeFilter: ["value"]});
 """
 
 
@@ -86,6 +107,31 @@ def open_page(driver, url: str) -> None:
 
 def upload(driver, path: Path) -> None:
     driver.find_element(By.CSS_SELECTOR, "[data-testid=file]").send_keys(str(path))
+
+
+def press_only(driver, names) -> None:
+    """Exactly the motions `names` pressed."""
+    for button in driver.find_elements(By.CSS_SELECTOR, "[data-testid=motion]"):
+        if (button.get_attribute("aria-pressed") == "true") != (button.get_attribute("data-name") in names):  # fmt: skip
+            button.click()
+
+
+def logged(server, method: str, path_prefix: str, since: int = 0) -> list[dict]:
+    """The gateway's request log lines (JSON) of `method` on paths from `path_prefix`,
+    after the first `since` characters of its log."""
+    lines = [json.loads(line) for line in server.log_text()[since:].splitlines()
+             if line.startswith("{")]  # fmt: skip
+    return [e for e in lines if e.get("method") == method
+            and str(e.get("path", "")).startswith(path_prefix)]  # fmt: skip
+
+
+def results_loaded(count: int):
+    """The condition: `count` animations shown, each image loaded."""
+    return lambda d: (
+        len(d.find_elements(By.CSS_SELECTOR, "[data-testid=result] img")) == count
+        and d.execute_script("return [...document.querySelectorAll('[data-testid=result] img')]"
+                             ".every(i => i.complete && i.naturalWidth > 0)")
+    )  # fmt: skip
 
 
 def joints(driver) -> dict[str, np.ndarray]:
@@ -376,6 +422,112 @@ def test_the_motions_come_by_group_with_previews_and_one_of_each_animates(
         for r in browser.find_elements(By.CSS_SELECTOR, "[data-testid=result]")
     ]
     assert sorted(shown) == sorted(chosen)
+    # Four motions (as many as the defaults) are a short request: /animate, no job.
+    urls = browser.execute_script("return window.sent.map(s => s.url)")
+    assert sum(u.endswith("/animate") for u in urls) == 1
+    assert not [u for u in urls if "/jobs" in u]
     assert not csp_violations(browser)
     browser.execute_script("document.getElementById('animate-section').scrollIntoView()")
     screenshot(browser, "page-motions.png")
+
+
+def test_many_motions_go_through_a_job_with_a_progress_bar_each(browser, gateway, drawing_file):
+    browser.set_window_size(1100, 1300)
+    open_page(browser, gateway.url)
+    upload(browser, drawing_file)
+    wait(browser, joints_shown)
+    names = [b.get_attribute("data-name")
+             for b in browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion]")]  # fmt: skip
+    assert len(names) > 4
+    press_only(browser, names)  # every motion: more than the defaults' four is long
+    browser.execute_script(BARS)
+    log_start = len(gateway.log_text())
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
+
+    # A card per motion at once, each with a progress bar labelled with the motion's name.
+    cards = "[data-testid=job-motion]"
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, cards)) == len(names))
+    for card in browser.find_elements(By.CSS_SELECTOR, cards):
+        bar = card.find_element(By.TAG_NAME, "progress")
+        assert bar.aria_role == "progressbar"
+        assert bar.accessible_name == card.get_attribute("data-name").replace("_", " ")
+    # Caught mid-way where the timing allows (the assertions below do not depend on it).
+    try:
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".pending.done")
+             and d.find_elements(By.CSS_SELECTOR, ".pending:not(.done)"), timeout=30)  # fmt: skip
+        screenshot(browser, "page-progress.png")
+    except TimeoutException:
+        pass
+    wait(browser, results_loaded(len(names)), timeout=240)
+
+    # The bars: all waiting at first, each filled once and for good, some before others.
+    bars = browser.execute_script("return window.bars")
+    ids = {f"progress-{n}" for n in names}
+    assert set(bars[0]) == ids and set(bars[0].values()) == {-1}
+    assert set(bars[-1]) == ids and set(bars[-1].values()) == {1}
+    for before, after in pairwise(bars):
+        assert all(after[i] >= before[i] for i in ids), (before, after)
+    assert any(0 < list(b.values()).count(1) < len(ids) for b in bars), bars
+
+    shown = [r.get_attribute("data-name")
+             for r in browser.find_elements(By.CSS_SELECTOR, "[data-testid=result]")]  # fmt: skip
+    assert sorted(shown) == sorted(names)
+    for result in browser.find_elements(By.CSS_SELECTOR, "[data-testid=result]"):
+        src = result.find_element(By.TAG_NAME, "img").get_attribute("src")
+        assert src.startswith(f"{gateway.url}/files/")
+    assert not browser.find_elements(By.CSS_SELECTOR, cards)
+    assert browser.find_element(By.ID, "status").text == ""
+    assert not browser.find_element(By.CSS_SELECTOR, "[data-testid=error]").is_displayed()
+
+    # The page sent /animate's form to POST /jobs, then asked GET /jobs/<id>; no /animate.
+    sent = browser.execute_script("return window.sent")
+    posted = [s for s in sent if s["url"].endswith("/jobs")]
+    assert len(posted) == 1 and not [s for s in sent if s["url"].endswith("/animate")]
+    fields = posted[0]["fields"]
+    assert fields["motions"] == ",".join(names) and fields["format"] == "gif"
+    assert set(fields) == {"image", "motions", "format", "bbox", "keypoints", "mask"}
+    asked = {s["url"] for s in sent if "/jobs/" in s["url"]}
+    assert len(asked) == 1
+    # The gateway saw the same: one 202 to POST /jobs, polls of that job, no POST /animate.
+    assert [e["status"] for e in logged(gateway, "POST", "/jobs", log_start)] == [202]
+    polls = logged(gateway, "GET", "/jobs/", log_start)
+    assert len(polls) >= 2 and {e["path"] for e in polls} == {urlparse(asked.pop()).path}
+    assert len(polls) < 200  # polled every half second or so, not in a tight loop
+    assert not logged(gateway, "POST", "/animate", log_start)
+    assert not csp_violations(browser)
+
+
+def test_a_job_that_fails_shows_its_error_in_words(
+    browser, torchserve_server, gateway_factory, drawing_file, tmp_path
+):
+    """Storage that breaks after the gateway started: the job fails (storage_unavailable,
+    no second try) and the page says so as it says /animate's errors."""
+    storage = tmp_path / "animations"
+    storage.mkdir()
+    broken = gateway_factory(
+        {
+            "TORCHSERVE_URL": torchserve_server.inference_url,
+            "TORCHSERVE_MANAGEMENT_URL": torchserve_server.management_url,
+            "STORAGE_URL": f"file://{storage}",
+            "RENDER_WORKERS": "1",
+            "JOB_MAX_TRIES": "1",
+            "API_KEY": None,
+        },
+        ready=True,
+    )
+    open_page(browser, broken.url)
+    upload(browser, drawing_file)
+    wait(browser, joints_shown)
+    storage.rename(tmp_path / "gone")
+    storage.write_bytes(b"not a folder")
+    press_only(browser, ["dab", "zombie", "jumping", "wave_hello", "clap", "cheer"])
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
+    error = browser.find_element(By.CSS_SELECTOR, "[data-testid=error]")
+    wait(browser, lambda d: error.is_displayed(), timeout=120)
+    assert error.text == "The animations could not be stored. Try again in a minute."
+    assert not browser.find_element(By.ID, "results-section").is_displayed()
+    assert browser.find_element(By.ID, "status").text == ""
+    assert browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").is_enabled()
+    urls = browser.execute_script("return window.sent.map(s => s.url)")
+    assert [u for u in urls if u.endswith("/jobs")] and not [u for u in urls if u.endswith("/animate")]  # fmt: skip
+    assert not csp_violations(browser)
