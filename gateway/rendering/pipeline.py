@@ -44,6 +44,7 @@ log = logging.getLogger("gateway.pipeline")
 # mask built in the render tasks, the resolution the rig is built at). Library, motion and model
 # versions are read.
 PREPARATION_VERSION = 5
+JOB_ROUND_PER_WORKER = 2  # motions per render worker a job renders and stores at a time
 
 
 def _split(names: list, parts: int) -> list[list]:
@@ -128,7 +129,7 @@ class AnimationPipeline:
         working segmenter later renders them again rather than serving the fallback's.
 
         With `on_stored` (a job: gateway/jobs/), the motions are rendered and stored a few
-        at a time, one per render worker, and `on_stored(motions, True)` is told of each few
+        at a time (JOB_ROUND_PER_WORKER per render worker), and `on_stored(motions, True)` is told of each few
         as they are stored (`on_stored(motions, False)` of those storage already had):
         progress that survives the worker, since a job tried again finds them stored."""
         segmenter = job.options.mask is None and self.models.serves("segmenter")
@@ -150,7 +151,10 @@ class AnimationPipeline:
                 if segmenter and not figure.mask.consulted:
                     fallback = self.keys(job, segmenter=False)
                     keys |= {m: fallback[m] for m in missing}
-                size = len(todo) if on_stored is None else max(1, self.pool.size)
+                # A job's round: two motions per render worker, so a job at the defaults is
+                # one round, as fast as /animate (one rig per worker), and a long one still
+                # reports progress every round (docs/BENCHMARKS.md, section jobs).
+                size = len(todo) if on_stored is None else JOB_ROUND_PER_WORKER * self.pool.size
                 rigged: tuple[str, ...] = ()
                 for start in range(0, len(todo), size):
                     batch = missing[start : start + size]
