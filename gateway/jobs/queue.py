@@ -112,6 +112,10 @@ class JobQueue(ABC):
         entry acknowledged; `dead`: also into the dead-letter stream."""
 
     @abstractmethod
+    def forget(self, claim: Claim) -> None:
+        """Acknowledge an entry whose job already ended (its worker died acknowledging it)."""
+
+    @abstractmethod
     def requeue(self, claim: Claim, record: JobRecord, count_try: bool = True) -> None:
         """Back in the queue for another try (`count_try` False: this one did not count,
         the worker handed it back as it stopped)."""
@@ -184,6 +188,9 @@ class EmbeddedQueue(JobQueue):
             self._dead = [*self._dead[-DEAD_KEPT + 1 :], (record.id, record.error or {})]
         self._stats.update(stat_fields(record, dead))
         self._stats["latency_sum"] += record.latency_s or 0.0
+
+    def forget(self, claim: Claim) -> None:
+        self._running.discard(claim.job_id)
 
     def requeue(self, claim: Claim, record: JobRecord, count_try: bool = True) -> None:
         if not count_try:
@@ -342,6 +349,9 @@ class RedisQueue(JobQueue):
             pipe.hincrbyfloat(STATS, "latency_sum", record.latency_s or 0.0)
 
         self._transaction(build)
+
+    def forget(self, claim: Claim) -> None:
+        self._call(self._drop, claim.entry)
 
     def requeue(self, claim: Claim, record: JobRecord, count_try: bool = True) -> None:
         if not count_try:

@@ -101,8 +101,12 @@ class JobRunner:
         request = self._patiently(self.queue.request_of, claim.job_id)
         if record is None:
             return
-        if record.status in ("done", "failed") or request is None:
-            self._end(claim, record)  # done already (a worker died acknowledging it)
+        if record.status in ("done", "failed"):  # a worker died acknowledging it
+            self._patiently(self.queue.forget, claim)
+            return
+        if request is None:  # never without a bug or a hand in Redis: say so, keep it
+            error = {"code": "internal_error", "message": "the job's request is gone"}
+            self._end(claim, self._ended(record, "failed", error=error), dead=True)
             return
         if claim.tries > self.config.job_max_tries:
             error = record.error or {
