@@ -30,6 +30,7 @@ import numpy as np
 from animation.character import Character, for_output
 from animation.crop import crop_box, margin_lost, paper_beyond, whole_drawing, without_paper
 from animation.figure_mask import FigureJoints, FinishedMask
+from animation.paper import light_page
 from animation.render import Rig, build_rig
 from animation.segment import figure_mask
 from animation.skeleton import Skeleton
@@ -73,8 +74,9 @@ class Crop:
         return np.ascontiguousarray(rgb[top:bottom, left:right])
 
     def seen(self, crop: np.ndarray) -> np.ndarray:
-        """What the models see of the (h, w, 3) `crop`: it with `pads` of plain paper round."""
-        return paper_beyond(crop, self.pads)
+        """What the models see of the (h, w, 3) `crop`: it as a light page shows it
+        (`paper.light_page`), with `pads` of plain paper round."""
+        return paper_beyond(light_page(crop), self.pads)
 
     def joints_from_seen(self, keypoints: np.ndarray) -> np.ndarray:
         """(N, 2+) joints found on `seen` -> the same on the crop: the paper taken off, and a
@@ -119,7 +121,7 @@ def choose_mask(
     two (the segmenter's alone past `budget_s` CPU seconds: `segment.figure_mask`); with
     its warnings and its source either way."""
     joints = FigureJoints.of(np.asarray(keypoints)[:, :2])
-    return figure_mask(crop, joints, learned=learned, budget_s=budget_s)
+    return figure_mask(light_page(crop), joints, learned=learned, budget_s=budget_s)
 
 
 def grown_box(

@@ -30,6 +30,10 @@ SMOOTH_SIGMA = 1.0  # px: the blur that averages paper grain out before threshol
 STRONG_SIGMAS, WEAK_SIGMAS = 6.0, 3.0  # ink thresholds, in units of the page's noise
 RATIO_ONE = 200  # pixel / paper = 1 in the fixed-point ratio (up to 1.27: a glint on the page)
 MIN_NOISE = 0.01  # darkness fraction: the noise level assumed at least (a clean scan's JPEG)
+# A page whose rim is darker than this (0-255 luminance) is a dark page: black card, a sheet
+# coloured dark all over. What is drawn on it is lighter than it (chalk, a paper cut-out).
+DARK_PAGE = 80
+RIM_SHARE = 0.03  # of the crop's shorter side: the rim the page's colour is read from
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,24 @@ def paper_colour(rgb: np.ndarray) -> np.ndarray:
     # A little smoothing: the closing's flat plateaus would print as blocks once upsampled.
     page = np.clip(cv2.GaussianBlur(page, (0, 0), 1.0), 8, 255).astype(np.uint8)
     return cv2.resize(page, (width, height), interpolation=cv2.INTER_LINEAR)
+
+
+def light_page(rgb: np.ndarray) -> np.ndarray:
+    """The (H, W, 3) uint8 crop as a light page shows it: itself, or negated when its page
+    is dark (its rim's median luminance below DARK_PAGE).
+
+    Everything that finds the figure (the models, the ink map) knows ink darker than
+    paper, and a figure on black card is lighter than its page: negated, it is a dark
+    figure on a light page. Only finding uses this; the texture keeps the photo's colours.
+    """
+    height, width = rgb.shape[:2]
+    rim = max(1, int(round(RIM_SHARE * min(height, width))))
+    edges = np.concatenate(
+        [rgb[:rim].reshape(-1, 3), rgb[-rim:].reshape(-1, 3),
+         rgb[:, :rim].reshape(-1, 3), rgb[:, -rim:].reshape(-1, 3)]
+    )  # fmt: skip
+    luminance = edges.astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
+    return 255 - rgb if np.median(luminance) < DARK_PAGE else rgb
 
 
 def ink_map(rgb: np.ndarray) -> InkMap:

@@ -31,7 +31,7 @@ from animation.figure_mask import FigureJoints
 from animation.images import InvalidImage, decode_image, decode_mask
 from animation.mask_warnings import joint_warnings, mask_warnings
 from animation.motions import Motion, MotionSpec, load_motion, motion_from_bvh, motion_table
-from animation.paper import ink_map
+from animation.paper import ink_map, light_page
 from animation.render import RenderOptions, render_motion
 from gateway.rendering.geometry import Box, Scale
 
@@ -170,7 +170,8 @@ def find_mask(job: MaskJob) -> FigureMask:
         mask = _given_mask(job.given, job.where.box, job.scale)
         figure = FigureJoints.of(job.keypoints)
         warnings = (
-            mask_warnings(mask, ink_map(job.crop).ink, figure) + joint_warnings(mask, figure)
+            mask_warnings(mask, ink_map(light_page(job.crop)).ink, figure)
+            + joint_warnings(mask, figure)
             if job.annotate
             else ()
         )
