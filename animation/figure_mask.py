@@ -19,7 +19,10 @@ onto a shadow. The joints say where the figure is, so they decide:
    speck (a grainy page's grain) joins only a stroke right beside it, unless it is on
    the face (an eye drawn as a dot), and pieces nothing joins are dropped;
 5. a joint still outside is joined to the figure if it is near; holes are filled;
-6. a FRINGE_PX margin is added: the stroke's soft edge, which a threshold leaves out, so
+6. paper the mask spilled over between the figure's parts is dropped: a patch with no ink
+   that reaches the mask's edge (nothing drawn closes it) and that no joint, no bone and
+   no head holds: between an arm and the body, the legs, a curled tail and the back;
+7. a FRINGE_PX margin is added: the stroke's soft edge, which a threshold leaves out, so
    a texture cut along the mask keeps the whole outline.
 
 Then `mask_warnings` says what still looks implausible.
@@ -58,6 +61,11 @@ SPECK_PX, NEAR_STROKES = 10, 1.0
 # The face: within this many head-bone lengths (nose to chest) of the head's joint, and
 # nearer the joint than the chest (a drawn head is often wider than its bone is long).
 FACE_REACH = 1.5
+# Paper spilled between parts (step 6): a patch counts from this share of the mask's area
+# (smaller ones are a stroke's soft edge, a gap between fingers) when it meets the outside
+# of the mask along at least SPILL_OPENING stroke widths (a pinhole in an outline is not an
+# opening) and holds no joint, no SPILL_BONE stroke widths of a bone, and no head.
+SPILL_SHARE, SPILL_OPENING, SPILL_BONE = 0.01, 2.0, 2.0
 
 
 @dataclass(frozen=True)
@@ -197,7 +205,11 @@ def finish_mask(
         out = _reach_joints(out, figure, thickness)
     # AnimatedDrawings' masks carry the same margin (their real-dev masks match ours best
     # with it, better than with a pixel less or more).
-    out = fill_holes(out) if learned else morph.dilate(fill_holes(out), FRINGE_PX)
+    out = fill_holes(out)
+    if figure is not None:
+        out = _drop_spilled_paper(out, inked, figure, ink.stroke_width)
+    if not learned:
+        out = morph.dilate(out, FRINGE_PX)
     return FinishedMask(out, mask_warnings(out, inked, figure), "learned" if learned else "opencv")
 
 
@@ -230,6 +242,58 @@ def _drop_paper(mask: np.ndarray, inked: np.ndarray, stroke_width: float) -> np.
     broad = deepest > max(3.0, stroke_width)
     broad[0] = False
     return mask & ~broad[labels]
+
+
+def _drop_spilled_paper(
+    mask: np.ndarray, inked: np.ndarray, figure: FigureJoints, stroke_width: float
+) -> np.ndarray:
+    """`mask` less the paper it spilled over between the figure's parts.
+
+    A segmenter that learned filled silhouettes, or a bridge drawn from a hand to a knee,
+    closes the bay between an arm and the body, the legs or a tail and the back; that
+    paper then moves with the arm as a slab. Such a patch has no ink, meets the outside
+    of the mask where nothing was drawn, and holds nothing of the skeleton; the inside of
+    a drawn body, head or dress is closed by its outline, or a bone runs through it. A
+    patch whose loss would split the figure stays.
+    """
+    blank = mask & ~morph.dilate(inked, 1.5)  # the stroke's soft edge stays the stroke's
+    count, labels = cv2.connectedComponents(blank.astype(np.uint8), connectivity=4)
+    if count < 2:
+        return mask
+    area = np.bincount(labels.ravel(), minlength=count)
+    opening = np.bincount(labels[morph.dilate(~mask, 2.0) & blank], minlength=count)
+    # Broad, as a bay is: a thin strip on blank paper is more likely a limb drawn fainter
+    # than the ink map sees. A bone counts where it runs through that broad core, not along
+    # the patch's edge (an arm's bone runs along the arm's stroke, at the bay's rim).
+    broad = max(3.0, stroke_width)
+    depth = cv2.distanceTransform(blank.astype(np.uint8), cv2.DIST_L2, 3)
+    core = np.where(depth >= broad, labels, 0)
+    bone_px = np.zeros(count)
+    for samples in figure.bone_samples:
+        bone_px += np.bincount(_labels_at(core, samples).clip(0), minlength=count)
+    candidate = (
+        (area >= SPILL_SHARE * np.count_nonzero(mask))
+        & (opening >= SPILL_OPENING * stroke_width)
+        & (np.bincount(core.ravel(), minlength=count) > 0)
+        & (bone_px < SPILL_BONE * stroke_width)
+    )
+    candidate[0] = False
+    candidate[_labels_at(labels, figure.points).clip(0)] = False
+    bone = figure.head_bone()
+    out = mask.copy()
+    for label in np.flatnonzero(candidate):
+        patch = labels == label
+        if bone is not None:
+            rows, cols = np.nonzero(patch)
+            head, chest = bone
+            if np.hypot(cols.mean() - head[0], rows.mean() - head[1]) <= np.linalg.norm(
+                head - chest
+            ):
+                continue  # inside a hat or hair drawn round the head
+        kept = out & ~patch
+        if cv2.connectedComponents(kept.astype(np.uint8), connectivity=8)[0] == 2:
+            out = kept
+    return out
 
 
 def _labels_at(labels: np.ndarray, points: np.ndarray) -> np.ndarray:

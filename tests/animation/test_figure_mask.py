@@ -41,6 +41,22 @@ def test_a_learned_mask_that_spilled_onto_the_page_loses_the_spill(stick):
     assert finished.warnings == ()
 
 
+def test_paper_spilled_between_an_arm_and_the_body_is_dropped(stick):
+    # A learned mask that filled the bay between the left arm, the body and the left leg
+    # (as the segmenter does on real photo 32): that paper would move with the arm as a
+    # slab. No joint, no bone and no head holds it, and it meets the outside of the mask.
+    bay = np.zeros(stick.figure.shape, np.uint8)
+    corners = [(235, 140), (285, 165), (330, 190), (235, 295), (220, 235), (200, 230), (200, 140)]
+    cv2.fillPoly(bay, [np.array(corners, np.int32)], 1)
+    spilled = morph.dilate(stick.figure, 2) | (bay > 0)
+    finished = finish_mask(spilled, stick.rgb, stick.skeleton, learned=True)
+    paper = (bay > 0) & ~morph.dilate(stick.figure, 6)
+    assert paper.sum() > 2000
+    assert finished.mask[paper].mean() < 0.05
+    assert finished.mask[stick.figure].mean() > 0.97
+    assert _pieces(finished.mask) == 1
+
+
 def test_a_thin_strip_the_ink_map_cannot_see_is_kept(stick):
     # A learned mask may see a limb fainter than the ink map does: a thin strip on what
     # looks like blank paper is kept, unlike a broad patch.
