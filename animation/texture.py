@@ -21,7 +21,8 @@ pack and that shimmer as the figure moves. The steps, all on the (H, W) crop:
    and paper is always one of them. Each pixel takes its nearest palette colour (no dithering: a
    dithered pattern shimmers under motion and packs badly).
 
-A texture with no paper around the figure (a drawing app's export with a transparent
+On a dark page (`paper.light_page`) steps 1-3 run on the negated crop and their colours
+are negated back. A texture with no paper around the figure (a drawing app's export with a transparent
 background, the generated test character) skips steps 1-3.
 """
 
@@ -32,6 +33,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 from PIL import Image
+
+from animation.paper import light_page
 
 # Mean CIELAB error the palette may add over the ink. 2.3 is a just-noticeable difference
 # between two flat patches side by side; at 6 every stroke and fill of the real drawings
@@ -82,8 +85,13 @@ def clean_texture(
     rgb = texture[..., :3]
     paper_known = _paper_around(region, texture[..., 3] > 0)
     if paper_known.sum() >= MIN_PAPER_PIXELS:
-        paper_colour = np.median(rgb[paper_known], axis=0)
-        colours, paper = _flatten_paper(rgb, region, paper_known, paper_colour)
+        # On a dark page the drawing is lighter than its paper: measured negated, as the
+        # mask was found (`paper.light_page`), else all of it reads as paper.
+        seen = light_page(rgb)
+        paper_colour = np.median(seen[paper_known], axis=0)
+        colours, paper = _flatten_paper(seen, region, paper_known, paper_colour)
+        if seen is not rgb:
+            colours, paper_colour = 255 - colours, 255 - paper_colour
     else:
         colours, paper, paper_colour = rgb.astype(np.float32), np.zeros_like(region), None
     ink = region & ~paper

@@ -73,6 +73,26 @@ def test_each_ink_keeps_its_colour_across_the_light_gradient():
         assert delta_e(cleaned.palette[entries[0]][None], expected[None])[0] < tolerance, ink
 
 
+def test_a_drawing_on_a_dark_page_keeps_its_colours():
+    # The same photo negated: light inks on a page darker than 80 (real photo 26, a girl
+    # cut out of paper and laid on black card, came out a black silhouette: every pixel
+    # lighter than the page read as paper).
+    photo = photographed()
+    dark = photo.character.texture.copy()
+    dark[..., :3] = 255 - dark[..., :3]
+    cleaned = clean_texture(dark, photo.character.mask)
+    light = _clean(photo)
+    for ink, where in photo.inks.items():
+        values, counts = np.unique(cleaned.index[where], return_counts=True)
+        mode = cleaned.palette[values[np.argmax(counts)]]
+        seen = np.median(dark[..., :3][where], axis=0).astype(np.uint8)
+        assert delta_e(mode[None], seen[None])[0] < 15, ink
+    # The paper inside the figure is still one colour: the dark page's own.
+    paper = cv2.erode(photo.paper.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+    assert cleaned.paper[paper].mean() >= 0.99
+    assert np.abs(cleaned.palette[0].astype(int) - (255 - light.palette[0].astype(int))).max() <= 1
+
+
 def test_strokes_keep_their_place_and_width():
     photo = photographed()
     cleaned = _clean(photo)
