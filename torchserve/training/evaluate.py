@@ -57,6 +57,7 @@ from torchserve.model import (
     pose_input,
     segmenter_input,
 )
+from torchserve.training.evaluate_photos import carry_section
 from torchserve.training.metrics import box_iou, mask_iou, pck_hits, share_inside, summarise_boxes
 from torchserve.training.rephoto import rephotograph
 
@@ -564,8 +565,9 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print(timing)
     print(f"({time.monotonic() - started:.0f}s)")
-    if args.write:
-        args.write.write_text(markdown(args, tables, timing))
+    if args.write:  # the real photos' section, made against the running service, is kept
+        kept = args.write.read_text() if args.write.exists() else ""
+        args.write.write_text(carry_section(kept, markdown(args, tables, timing)))
 
 
 def markdown(args: argparse.Namespace, tables: list[str], timing: str) -> str:
