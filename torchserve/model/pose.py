@@ -94,27 +94,6 @@ def decode_keypoints(logits: torch.Tensor, box: Letterbox) -> list[list[float]]:
     return [[round(float(x), 1), round(float(y), 1), round(float(s), 4)] for x, y, s in points]
 
 
-class MirrorAveraged(nn.Module):
-    """A pose network that also looks at the mirrored crop: (N, 3, S, S) -> (N, 17, h, w),
-    the mean of the network's logits for the input and, mirrored back with left and right
-    swapped (FLIP_INDEX), for the input mirrored. One batch of 2N.
-
-    A drawing's joints are read better both ways round: more of the real photos'
-    hand-placed joints are found (docs/BENCHMARKS.md, section pose-mirror), for one more
-    forward pass of a small network."""
-
-    def __init__(self, net: PoseNet) -> None:
-        super().__init__()
-        self.net = net
-        self.size = net.size
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        both = self.net(torch.cat([x, x.flip(-1)]))
-        plain, mirrored = both[: len(x)], both[len(x) :]
-        return (plain + mirrored.flip(-1)[:, list(FLIP_INDEX)]) / 2
-
-
-def load_pose(path: str, device: str | torch.device = "cpu") -> MirrorAveraged:
-    """The pose network saved by ``torchserve.training pose``, in eval mode on ``device``,
-    as served: reading the crop and its mirror image (`MirrorAveraged`)."""
-    return MirrorAveraged(load_network(path, POSE_FORMAT, PoseNet, device)).eval()
+def load_pose(path: str, device: str | torch.device = "cpu") -> PoseNet:
+    """The pose network saved by ``torchserve.training pose``, in eval mode on ``device``."""
+    return load_network(path, POSE_FORMAT, PoseNet, device)
