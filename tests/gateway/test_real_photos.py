@@ -1,0 +1,52 @@
+"""The served mask on real photographed drawings, against their hand-made truth
+(`torchserve/training/real_photos/`, issue 26): each photo posted whole to /annotate, as
+the app sends it. Real gunicorn and gevent, real TorchServe with the segmenter."""
+
+from __future__ import annotations
+
+import pytest
+
+from animation import morph
+from tests.support.real_photos import REAL_PHOTOS, real_photo
+from torchserve.training.evaluate_photos import annotate, load_truth, score, score_photos, summary
+
+pytestmark = pytest.mark.integration
+TRUTH = {t.name: t for t in load_truth()}
+# Measured with `python -m torchserve.training.evaluate_photos` against `make run`
+# (torchserve/weights/EVAL.md): 37 of 39 animated (05 and 17 refused), mean IoU 0.777,
+# 15 below 0.85 (before the spilled-paper and dark-page rules: 0.766, 17 below). Issue
+# 26's target is 0.92 with at most three below 0.85: these hold today's level, not it.
+MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.76, 16
+
+
+def _scored(url: str, name: str):
+    truth = TRUTH[name]
+    answer = annotate(url, real_photo(truth.photo))
+    return answer, score(name, truth.labels, truth.joints, answer)
+
+
+def test_the_served_masks_of_all_real_photos_keep_their_measured_level(gateway):
+    real_photo("01_blue-crayon-figure.png")  # skipped without ../shared
+    got = summary(score_photos(gateway.url, REAL_PHOTOS, list(TRUTH.values()), None))
+    assert got["animated"] >= MIN_ANIMATED, got
+    assert got["mean_iou"] >= MIN_MEAN_IOU, got
+    assert got["below"] <= MAX_BELOW, got
+
+
+def test_a_girl_cut_out_on_black_card_is_found_whole(gateway):
+    # Real photo 26: light paper cut-out on black. Seen as it is, the models and the ink map
+    # took the black for ink: a black slab round the girl, IoU 0.54 and 41% of her joints
+    # inside it; seen negated, 0.86 and all of them.
+    _, got = _scored(gateway.url, "26")
+    assert got.iou >= 0.8, got
+    assert got.joints_inside == 1.0, got
+
+
+def test_paper_between_a_stick_arm_and_the_leg_stays_behind(gateway):
+    # Real photo 32: the segmenter filled the bay between the left arm, the body and the
+    # left leg; in motion that paper moved with the arm as a slab. The mask beyond the
+    # figure (3 px off its outline): 17% of the figure's area before, 3.5% now.
+    answer, _ = _scored(gateway.url, "32")
+    truth = TRUTH["32"].figure(1)
+    spilled = answer.mask & ~morph.dilate(truth, 3)
+    assert spilled.sum() < 0.06 * truth.sum(), (spilled.sum(), truth.sum())
