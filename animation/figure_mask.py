@@ -2,13 +2,15 @@
 
     finish_mask(mask, rgb, joints) -> FinishedMask(mask, warnings)
 
-The rig wants one figure: one connected region, no holes, every joint on it, no paper and
-nothing that is not the figure. A raw mask misses that in known ways on real drawings: a
+The rig wants one figure: one connected region, every joint on it, no paper and nothing
+that is not the figure. A raw mask misses that in known ways on real drawings: a
 limb drawn apart from the body (or a stroke broken by a crayon's skip) comes out as a
 separate piece; a ball, a caption or the sun lies beside it; a learned mask may spill
 onto a shadow. The joints say where the figure is, so they decide:
 
-1. paper is dropped: broad patches with no ink near them that no inked outline encloses;
+0. on a learned mask, the inside of an outline round the skeleton is added where the
+   segmenter left it out (a broken outline closed by up to OUTLINE_GAP);
+1. paper is dropped (OpenCV's mask): broad patches with no ink near them that no inked outline encloses;
 2. the pieces that hold a joint, or that a bone (a joint-to-parent segment) runs through,
    are the figure, and so are hand-sized pieces at a limb's end and things on the head;
    every other piece is dropped;
@@ -66,6 +68,9 @@ FACE_REACH = 1.5
 # of the mask along at least SPILL_OPENING stroke widths (a pinhole in an outline is not an
 # opening) and holds no joint, no SPILL_BONE stroke widths of a bone, and no head.
 SPILL_SHARE, SPILL_OPENING, SPILL_BONE = 0.01, 2.0, 2.0
+# The gaps closed in an outline round the skeleton on a learned mask (step 0): as OpenCV's
+# closing does (`segment.MAX_CLOSING` of the crop's short side), at least OUTLINE_GAP_PX.
+OUTLINE_GAP, OUTLINE_GAP_PX = 1 / 40, 3.0
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,12 @@ def finish_mask(
     figure = FigureJoints.of(joints) if joints is not None else None
     inked = ink.ink
     out = mask.astype(bool) if learned else _drop_paper(mask.astype(bool), inked, ink.stroke_width)
+    if learned and figure is not None:
+        # The inside of an outline round the skeleton, which the segmenter left out where
+        # the outline is faint or broken (a body on blue paper, pencil legs): OpenCV's
+        # mask gets the same from `segment.drawn_regions`.
+        gap = max(OUTLINE_GAP_PX, OUTLINE_GAP * min(mask.shape))
+        out |= outlines_around_joints(inked & morph.dilate(out, gap), figure, gap)
     if figure is None:
         out = _largest(out)
     else:
@@ -211,6 +222,24 @@ def finish_mask(
     if not learned:
         out = morph.dilate(out, FRINGE_PX)
     return FinishedMask(out, mask_warnings(out, inked, figure), "learned" if learned else "opencv")
+
+
+def outlines_around_joints(inked: np.ndarray, figure: FigureJoints, gap: float) -> np.ndarray:
+    """(H, W) bool: the insides that closing gaps up to `gap` px encloses and a joint or a
+    bone lies in, with the closed outline around them.
+
+    A wide closing would glue a caption or a ball to the figure; kept only where it
+    closes an outline around the skeleton, it cannot.
+    """
+    closed = morph.closing(inked, gap / 2)
+    insides = fill_holes(closed) & ~closed
+    count, labels = cv2.connectedComponents(insides.astype(np.uint8), connectivity=4)
+    touched = figure.labels_touched(labels)
+    touched[0] = False
+    if not touched.any():
+        return np.zeros(inked.shape, bool)
+    kept = touched[labels]
+    return kept | (morph.dilate(kept, gap) & closed)
 
 
 def _largest(mask: np.ndarray) -> np.ndarray:

@@ -26,7 +26,13 @@ import cv2
 import numpy as np
 
 from animation import morph
-from animation.figure_mask import FigureJoints, FinishedMask, fill_holes, finish_mask
+from animation.figure_mask import (
+    FigureJoints,
+    FinishedMask,
+    fill_holes,
+    finish_mask,
+    outlines_around_joints,
+)
 from animation.mask_warnings import WARNINGS
 from animation.paper import InkMap, ink_map
 from animation.skeleton import Skeleton
@@ -58,31 +64,13 @@ def drawn_regions(ink: InkMap, figure: FigureJoints | None = None) -> np.ndarray
     k = int(np.clip(round(CLOSING_STROKES * ink.stroke_width), 3, max(3, side * MAX_CLOSING))) | 1
     closed = _close(inked, k)
     if figure is not None:
-        closed |= _outlines_around_joints(inked, figure, max(k, side * MAX_CLOSING))
+        closed |= outlines_around_joints(inked, figure, max(k, side * MAX_CLOSING))
     return fill_holes(closed)
 
 
 def _close(binary: np.ndarray, k: int) -> np.ndarray:
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k))
     return cv2.morphologyEx(binary.astype(np.uint8), cv2.MORPH_CLOSE, kernel) > 0
-
-
-def _outlines_around_joints(inked: np.ndarray, figure: FigureJoints, gap: float) -> np.ndarray:
-    """(H, W) bool: the insides that closing gaps up to `gap` px encloses and a joint or a
-    bone lies in, with the closed outline around them.
-
-    A wide closing would glue a caption or a ball to the figure; kept only where it
-    closes an outline around the skeleton, it cannot.
-    """
-    closed = morph.closing(inked, gap / 2)
-    insides = fill_holes(closed) & ~closed
-    count, labels = cv2.connectedComponents(insides.astype(np.uint8), connectivity=4)
-    touched = figure.labels_touched(labels)
-    touched[0] = False
-    if not touched.any():
-        return np.zeros(inked.shape, bool)
-    kept = touched[labels]
-    return kept | (morph.dilate(kept, gap) & closed)
 
 
 def segment_figure(

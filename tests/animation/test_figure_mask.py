@@ -57,6 +57,24 @@ def test_paper_spilled_between_an_arm_and_the_body_is_dropped(stick):
     assert _pieces(finished.mask) == 1
 
 
+def test_the_inside_of_a_broken_outline_round_a_joint_is_added_to_a_learned_mask(stick):
+    # A segmenter's mask of the strokes alone, the head's circle broken by a 4 px skip
+    # (real photo 13's tail and body, pencil with skips): the inside holds the head's
+    # joint, so it is the figure, as OpenCV's mask already has it.
+    rgb = stick.rgb.copy()
+    x, y = np.round(stick.skeleton["neck"]).astype(int)
+    top = y - pages.HEAD_RADIUS
+    rgb[top - 4 : top + 5, x - 2 : x + 2] = rgb[5, 5]  # paper
+    inside = np.zeros(stick.figure.shape, np.uint8)
+    cv2.circle(inside, (x, y), pages.HEAD_RADIUS - 4, 1, -1)
+    inside = inside > 0
+    strokes = morph.dilate(stick.figure & ~inside, 1)
+    strokes[top - 6 : top + 7, x - 2 : x + 2] = False
+    assert not strokes[morph.erode(inside, 2)].any()  # the mask leaves the inside out
+    finished = finish_mask(strokes, rgb, stick.skeleton, learned=True)
+    assert finished.mask[inside].all()
+
+
 def test_a_thin_strip_the_ink_map_cannot_see_is_kept(stick):
     # A learned mask may see a limb fainter than the ink map does: a thin strip on what
     # looks like blank paper is kept, unlike a broad patch.

@@ -50,3 +50,11 @@ def test_paper_between_a_stick_arm_and_the_leg_stays_behind(gateway):
     truth = TRUTH["32"].figure(1)
     spilled = answer.mask & ~morph.dilate(truth, 3)
     assert spilled.sum() < 0.06 * truth.sum(), (spilled.sum(), truth.sum())
+
+
+def test_the_inside_of_a_pencil_outline_with_skips_is_the_figure(gateway):
+    # Real photo 13, a winged squirrel in pencil: its tail and back are outlines with
+    # skips, which the segmenter left open: IoU 0.77 (the tail's inside and the back
+    # missing). Closed round the skeleton as OpenCV's mask is: 0.96.
+    _, got = _scored(gateway.url, "13")
+    assert got.iou >= 0.9, got
