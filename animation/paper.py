@@ -30,9 +30,12 @@ SMOOTH_SIGMA = 1.0  # px: the blur that averages paper grain out before threshol
 STRONG_SIGMAS, WEAK_SIGMAS = 6.0, 3.0  # ink thresholds, in units of the page's noise
 RATIO_ONE = 200  # pixel / paper = 1 in the fixed-point ratio (up to 1.27: a glint on the page)
 MIN_NOISE = 0.01  # darkness fraction: the noise level assumed at least (a clean scan's JPEG)
-# A page whose rim is darker than this (0-255 luminance) is a dark page: black card, a sheet
-# coloured dark all over. What is drawn on it is lighter than it (chalk, a paper cut-out).
-DARK_PAGE = 80
+# A page whose rim is darker than DARK_PAGE (0-255 luminance) is a dark page when what is
+# drawn on it is lighter than it: more of the crop is LIGHTER than the page by that much
+# than is DARKER by that much, and at least DRAWN_SHARE of it (black card, a sheet coloured
+# dark, with chalk or a paper cut-out on it). A light page photographed in dim light is as
+# dark at its rim, but its ink is darker than it, and little is lighter.
+DARK_PAGE, LIGHTER, DARKER, DRAWN_SHARE = 80, 50, 30, 0.02
 RIM_SHARE = 0.03  # of the crop's shorter side: the rim the page's colour is read from
 
 
@@ -104,7 +107,7 @@ def paper_colour(rgb: np.ndarray) -> np.ndarray:
 
 def light_page(rgb: np.ndarray) -> np.ndarray:
     """The (H, W, 3) uint8 crop as a light page shows it: itself, or negated when its page
-    is dark (its rim's median luminance below DARK_PAGE).
+    is dark and what is drawn on it lighter (see DARK_PAGE).
 
     Everything that finds the figure (the models, the ink map) knows ink darker than
     paper, and a figure on black card is lighter than its page: negated, it is a dark
@@ -112,12 +115,19 @@ def light_page(rgb: np.ndarray) -> np.ndarray:
     """
     height, width = rgb.shape[:2]
     rim = max(1, int(round(RIM_SHARE * min(height, width))))
+    weights = np.array([0.299, 0.587, 0.114], np.float32)
     edges = np.concatenate(
         [rgb[:rim].reshape(-1, 3), rgb[-rim:].reshape(-1, 3),
          rgb[:, :rim].reshape(-1, 3), rgb[:, -rim:].reshape(-1, 3)]
     )  # fmt: skip
-    luminance = edges.astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
-    return 255 - rgb if np.median(luminance) < DARK_PAGE else rgb
+    page = float(np.median(edges.astype(np.float32) @ weights))
+    if page >= DARK_PAGE:
+        return rgb
+    step = max(1, int(np.sqrt(height * width / 40_000)))  # a sample of about 40 000 pixels
+    luminance = rgb[::step, ::step].reshape(-1, 3).astype(np.float32) @ weights
+    lighter = float(np.mean(luminance >= page + LIGHTER))
+    darker = float(np.mean(luminance <= page - DARKER))
+    return 255 - rgb if lighter >= DRAWN_SHARE and lighter > darker else rgb
 
 
 def ink_map(rgb: np.ndarray) -> InkMap:

@@ -16,6 +16,14 @@ def test_a_light_page_is_left_as_it_is():
     assert light_page(page.rgb) is page.rgb
 
 
+def test_a_light_page_in_dim_light_is_left_as_it_is():
+    # Its rim is as dark as black card's, but the figure on it is no lighter than it.
+    page = pages.stick_figure(0, width=3)
+    dim = (page.rgb * 0.3).astype(np.uint8)
+    assert np.median(dim) < 80
+    assert light_page(dim) is dim
+
+
 def test_a_figure_on_a_dark_page_is_found_once_the_page_is_negated():
     # Light ink on black card: the ink map finds no ink darker than the page until the
     # page is negated (real photo 26, a cut-out girl on black, came out a black slab).
