@@ -199,14 +199,9 @@ def test_upload_fix_a_joint_and_animate(browser, gateway, drawing_file):
     assert float(bone.get_attribute("x2")) == pytest.approx(moved[0], abs=1)
 
     # Exactly two motions, then Animate.
-    for button in browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion]"):
-        want = button.get_attribute("data-name") in ("dab", "zombie")
-        if (button.get_attribute("aria-pressed") == "true") != want:
-            button.click()
+    press_only(browser, ("dab", "zombie"))
     browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
-    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-testid=result] img")) == 2
-         and d.execute_script("return [...document.querySelectorAll('[data-testid=result] img')]"
-                              ".every(i => i.complete && i.naturalWidth > 0)"))  # fmt: skip
+    wait(browser, results_loaded(2))
     sent = browser.execute_script("return window.sent.filter(s => s.url.endsWith('/animate'))")
     assert len(sent) == 1
     fields = sent[0]["fields"]
@@ -349,13 +344,9 @@ def test_a_real_phone_photo(browser, gateway):
         assert np.linalg.norm(np.subtract(shown[name], point[:2])) < 0.05 * 4032, name
     browser.execute_script("document.getElementById('edit').scrollIntoView()")
     screenshot(browser, "page-real.png")
-    for button in browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion]"):
-        if (button.get_attribute("aria-pressed") == "true") != (button.get_attribute("data-name") == "wave_hello"):  # fmt: skip
-            button.click()
+    press_only(browser, ("wave_hello",))
     browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
-    wait(browser, lambda d: d.execute_script(
-        "const i = document.querySelector('[data-testid=result] img');"
-        "return i && i.complete && i.naturalWidth > 0"))  # fmt: skip
+    wait(browser, results_loaded(1))
     assert not csp_violations(browser)
     browser.execute_script("document.getElementById('animate-section').scrollIntoView()")
     screenshot(browser, "page-real-results.png")
@@ -366,16 +357,10 @@ def test_a_sprite_sheet_comes_with_its_layout(browser, gateway, drawing_file):
     open_page(browser, gateway.url)
     upload(browser, drawing_file)
     wait(browser, joints_shown)
-    for button in browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion]"):
-        if (button.get_attribute("aria-pressed") == "true") != (
-            button.get_attribute("data-name") == "dab"
-        ):
-            button.click()
+    press_only(browser, ("dab",))
     Select(browser.find_element(By.ID, "format")).select_by_value("sprites")
     browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
-    wait(browser, lambda d: d.execute_script(
-        "const i = document.querySelector('[data-testid=result] img');"
-        " return i !== null && i.complete && i.naturalWidth > 0"))  # fmt: skip
+    wait(browser, results_loaded(1))
     result = browser.find_element(By.CSS_SELECTOR, "[data-testid=result]")
     sheet = requests.get(result.find_element(By.TAG_NAME, "img").get_attribute("src"), timeout=10)
     assert sheet.headers["Content-Type"] == "image/png"
@@ -408,15 +393,9 @@ def test_the_motions_come_by_group_with_previews_and_one_of_each_animates(
         buttons = group.find_elements(By.CSS_SELECTOR, "[data-testid=motion]")
         assert buttons and all(b.find_element(By.TAG_NAME, "img") for b in buttons)
         chosen.append(buttons[-1].get_attribute("data-name"))  # not a default: the last
-    for button in browser.find_elements(By.CSS_SELECTOR, "[data-testid=motion]"):
-        if (button.get_attribute("aria-pressed") == "true") != (
-            button.get_attribute("data-name") in chosen
-        ):
-            button.click()
+    press_only(browser, chosen)
     browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
-    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-testid=result] img")) == 4
-         and d.execute_script("return [...document.querySelectorAll('[data-testid=result] img')]"
-                              ".every(i => i.complete && i.naturalWidth > 0)"))  # fmt: skip
+    wait(browser, results_loaded(4))
     shown = [
         r.get_attribute("data-name")
         for r in browser.find_elements(By.CSS_SELECTOR, "[data-testid=result]")
