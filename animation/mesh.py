@@ -112,6 +112,26 @@ def _cover(shape: tuple[int, int], vertices: np.ndarray, triangles: np.ndarray) 
     return label
 
 
+def _mean_colours(texture: np.ndarray, label: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """(T, 3) uint8: the mean colour of `texture` (H, W, 3) over each triangle's pixels
+    (`label` from `_cover`); a sliver that covers no pixel centre takes the colour at its
+    centre (T, 2)."""
+    count = len(centres)
+    covered = label >= 0
+    which = label[covered]
+    pixels = np.bincount(which, minlength=count).astype(np.float64)
+    sums = np.stack(
+        [np.bincount(which, texture[..., c][covered], minlength=count) for c in range(3)], 1
+    )
+    colours = sums / np.maximum(pixels, 1)[:, None]
+    h, w = label.shape
+    xs = np.clip(np.round(centres[:, 0]).astype(int), 0, w - 1)
+    ys = np.clip(np.round(centres[:, 1]).astype(int), 0, h - 1)
+    empty = pixels == 0
+    colours[empty] = texture[ys[empty], xs[empty], :3]
+    return np.clip(np.round(colours), 0, 255).astype(np.uint8)
+
+
 def _nearest_label(label: np.ndarray) -> np.ndarray:
     """`label` with every -1 replaced by the nearest pixel's label."""
     _, (iy, ix) = _nearest(label >= 0)
@@ -194,12 +214,15 @@ def build_mesh(
     joints: np.ndarray,
     target_triangles: int = 400,
     still: Sequence[str] = (),
+    texture: np.ndarray | None = None,
 ) -> Mesh:
     """Triangulate `mask` (H, W) bool into about `target_triangles` triangles.
 
     `joints` (16, 2) assigns each triangle to a body part; the mesh is cut into its parts
     (`parts`), and the backing disks behind the joints follow its triangles. The parts
-    named in `still` (and a skirt's upper legs) move with the part they hang from.
+    named in `still` (and a skirt's upper legs) move with the part they hang from. With
+    the drawing's (H, W, 3) uint8 RGB `texture`, the parts' borders keep to its own
+    (a sleeve's edge against a skirt: see `parts.label_triangles`).
     """
     if not mask.any():
         raise ValueError("mask is empty")
@@ -233,7 +256,10 @@ def build_mesh(
     inside = _inside_distance(meshed)
     joins = hinges(joints, inside)
     neck = next(h.point for h in joins if h.child == PART_INDEX["head"])
-    part = label_triangles(vertices, triangles, label, joints, neck, inside)
+    colours = (
+        None if texture is None else _mean_colours(texture, label, vertices[triangles].mean(axis=1))
+    )
+    part = label_triangles(vertices, triangles, label, joints, neck, inside, colours)
     part = attach_pieces(vertices, triangles, part, joins)
     pieces = cut(vertices, triangles, part, joins)
     return Mesh(

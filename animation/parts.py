@@ -6,8 +6,10 @@ line when a joint estimate misses the ink. So the figure moves like a paper pupp
 
 1. Every triangle belongs to one part (`PARTS`): the part of the bone nearest to it
    *along the figure* (a geodesic Voronoi over the mesh's triangles, seeded on the
-   bones), so an arm that touches the head stays an arm. The head starts at the mask's
-   narrowest point between the shoulders and the face (the drawn neck).
+   bones), so an arm that touches the head stays an arm. A step across a drawn edge (a
+   change of colour: a sleeve against a skirt) counts longer, so the parts' borders keep
+   to the drawing's own. The head starts at the mask's narrowest point between the
+   shoulders and the face (the drawn neck).
 2. The mesh is cut between every two parts, and each part turns whole (a rotation and a
    translation, never a stretch) about the joint it hangs from (`PartBinding`): the head
    about the drawn neck, a limb about its shoulder, elbow, hip or knee, carried there by
@@ -28,6 +30,7 @@ import numpy as np
 
 from animation.mesh_graph import components, corner_pairs, edge_pairs
 from animation.skeleton import JOINT_INDEX, JOINTS, PARENT_INDEX
+from animation.texture import delta_e
 
 # Painter's order, back to front: legs behind the body, the head over the torso, arms in
 # front of both (a hand waved across the face covers it, as it would).
@@ -80,6 +83,11 @@ BACKING_WIDTHS, BACKING_BONE_SHARE = 1.0, 0.1
 _LIMB_WIDTH_AT = (0.25, 0.6)  # shares of the way along a limb's bone its width is taken at
 # Upper legs joined along a seam longer than this share of the thigh's bone are a skirt.
 SKIRT_SEAM = 0.5
+# Where an arm's region spreads, a step between triangles whose colours differ by more
+# than FILL_DELTA_E (CIELAB) costs more: twice its length at EDGE_DELTA_E more, three times
+# at twice that. The grain within one fill and a stroke's share of a triangle differ by a
+# few; a sleeve against a skirt, a hand against a face, by tens.
+FILL_DELTA_E, EDGE_DELTA_E = 8.0, 10.0
 # Search for the drawn neck between these shares of the way from the shoulders' middle
 # to the face; where the mask never narrows, the head starts at _NECK_DEFAULT.
 _NECK_SEARCH, _NECK_DEFAULT = (0.1, 0.8), 0.4
@@ -96,6 +104,7 @@ class Hinge:
     child: int
     point: np.ndarray  # (2,) texture px, at rest
     radius: float  # px: the backing disk
+    depth: float = 0.0  # px from the point to the mask's edge: how deep in its parent it sits
 
 
 @dataclass(frozen=True)
@@ -239,7 +248,8 @@ def hinges(joints: np.ndarray, inside: np.ndarray) -> list[Hinge]:
             point, half_width = joints[JOINT_INDEX[joint]], limb_half_width(joints, inside, child)
         bone = lengths[JOINT_INDEX[DRIVER[child]]]
         radius = max(BACKING_WIDTHS * half_width, BACKING_BONE_SHARE * bone, 2.0)
-        out.append(Hinge(PART_INDEX[parent], PART_INDEX[child], point, radius))
+        depth = float(sample(inside, point[None])[0])
+        out.append(Hinge(PART_INDEX[parent], PART_INDEX[child], point, radius, depth))
     return out
 
 
@@ -264,6 +274,7 @@ def label_triangles(
     joints: np.ndarray,
     neck: np.ndarray,
     inside: np.ndarray,
+    colours: np.ndarray | None = None,
 ) -> np.ndarray:
     """(T,) part of each triangle: the part whose bones are nearest along the mesh.
 
@@ -271,7 +282,12 @@ def label_triangles(
     the mask's inside distance. Each bone seeds
     the triangles its points lie on (a bone off the ink, the triangle nearest its end);
     every other triangle takes the part of the nearest seed, walking from triangle to
-    neighbouring triangle, so a region never jumps a gap in the drawing.
+    neighbouring triangle, so a region never jumps a gap in the drawing. With each
+    triangle's drawn colour (T, 3) uint8, an arm's region pays for every step between two
+    triangles the more their colours differ (`EDGE_DELTA_E`): it spreads through its own
+    sleeve and hand and stops at their drawn edge, so a hand lying on a skirt, an arm drawn
+    against the body or the hair leaves them to the body and the head. (A leg's region
+    does not pay: under a skirt or shorts it must still reach its hip.)
     """
     centres = vertices[triangles].mean(axis=1)
     seed_part = np.full(len(triangles), -1)
@@ -296,7 +312,8 @@ def label_triangles(
         dist = _segment_distance(centres[hit], a, b)
         better = dist < seed_dist[hit]
         seed_part[hit[better]], seed_dist[hit[better]] = part, dist[better]
-    return _geodesic_labels(triangles, centres, seed_part)
+    arms = np.ones(len(PARTS), bool)
+    return _geodesic_labels(triangles, centres, seed_part, colours, arms)
 
 
 def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -305,18 +322,31 @@ def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.nd
     return np.linalg.norm(points - (a + t[:, None] * ab), axis=1)
 
 
-def _geodesic_labels(triangles: np.ndarray, centres: np.ndarray, seed: np.ndarray) -> np.ndarray:
+def _geodesic_labels(
+    triangles: np.ndarray,
+    centres: np.ndarray,
+    seed: np.ndarray,
+    colours: np.ndarray | None = None,
+    by_colour: np.ndarray | None = None,
+) -> np.ndarray:
     """Each triangle's label: that of the nearest seeded triangle (seed >= 0) by paths
     between neighbouring triangles (through a shared edge, or at three times the cost
-    through a shared corner only), lengths between centres. Relaxed over every pair at once
-    until no path shortens (as many rounds as the longest path has steps)."""
+    through a shared corner only), lengths between centres; for the labels `by_colour`
+    (L,) bool marks, each step lengthened by the change of `colours` (T, 3) it crosses.
+    Relaxed over every pair at once until no path shortens (as many rounds as the longest
+    path has steps)."""
     a, b, cost = _neighbours(triangles)
     length = cost * np.linalg.norm(centres[a] - centres[b], axis=1)
-    a, b, length = np.r_[a, b], np.r_[b, a], np.r_[length, length]
+    dearer = np.ones_like(length)
+    if colours is not None:
+        dearer += np.maximum(delta_e(colours[a], colours[b]) - FILL_DELTA_E, 0) / EDGE_DELTA_E
+    a, b = np.r_[a, b], np.r_[b, a]
+    length, dearer = np.r_[length, length], np.r_[dearer, dearer]
+    pays = np.zeros(1, bool) if by_colour is None else np.r_[by_colour, False]  # -1: none
     label = seed.copy()
     dist = np.where(seed >= 0, 0.0, np.inf)
     while True:
-        through = dist[a] + length
+        through = dist[a] + np.where(pays[label[a]], length * dearer, length)
         better = np.flatnonzero(through < dist[b] - 1e-9)
         if not len(better):
             break
@@ -366,7 +396,12 @@ def attach_pieces(
             others = part[np.where(np.isin(border[:, 0], members), border[:, 1], border[:, 0])]
             others = others[others != label]
             corners = vertices[np.unique(triangles[members])]
-            near = np.linalg.norm(corners - hinge.point, axis=1).min() <= _REACH * hinge.radius
+            # Reached from the edge of the parent the joint sits in: a stick arm drawn out
+            # of a dress starts at the dress's edge, not at the shoulder inside it.
+            near = (
+                np.linalg.norm(corners - hinge.point, axis=1).min()
+                <= _REACH * hinge.radius + hinge.depth
+            )
             if near and (hinge.parent in others or not others.size):
                 if not _bridges(members, label, part, pairs, len(triangles)):
                     continue

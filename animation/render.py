@@ -98,7 +98,9 @@ def build_rig(
     joints = character.skeleton.rest
     with _executor(min(workers, 2)) as pool:
         cleaning = pool.submit(_clean_texture, character, timings)
-        mesh = build_mesh(character.mask, joints, still=guarded.still)
+        mesh = build_mesh(
+            character.mask, joints, still=guarded.still, texture=character.texture[..., :3]
+        )
         pieces = mesh_pieces(mesh)
         outline = outline_weights(mesh, pieces)
         clock.lap("mesh")

@@ -3,19 +3,23 @@
 import cv2
 import numpy as np
 import pytest
+from PIL import Image, ImageOps
 
 from animation.character import Character, for_output, load_character
 from animation.distortion import measure
+from animation.figure import character_from_photo
 from animation.joint_guard import guard_joints
 from animation.mask_warnings import joint_warnings, mask_warnings
+from animation.mesh import build_mesh
 from animation.motions import load_motion
 from animation.parts import LAYERS, PART_INDEX, PARTS, layer_ranks
 from animation.render import build_rig
 from animation.retarget import retarget
-from animation.skeleton import JOINT_INDEX, Skeleton
+from animation.skeleton import JOINT_INDEX, JOINTS, Skeleton
 from animation.timing import frame_schedule
-from tests.support.real_photos import real_dev
+from tests.support.real_photos import real_dev, real_photo
 from tests.support.rigs import VARIANTS, character, rig
+from torchserve.training.evaluate_photos import load_truth
 
 
 def _turn(points: np.ndarray, angle: float, centre: np.ndarray, shift=(0.0, 0.0)) -> np.ndarray:
@@ -121,6 +125,68 @@ def test_an_arm_drawn_touching_the_head_leaves_the_face_its_shape_through_dab():
     arm = r.mesh.binding.part == PART_INDEX["left_lower_arm"]
     posed = r.pose(retarget(r.character.skeleton, motion, times))
     assert np.linalg.norm(posed[:, arm] - r.mesh.vertices[arm], axis=2).max() > 30
+
+
+_GREY, _PURPLE, _SKIN = (150, 150, 155), (150, 40, 150), (235, 200, 170)
+
+
+def _girl_with_hands_on_her_skirt() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(texture (H, W, 3), mask, joints (16, 2)): a grey sweater over a purple skirt, the
+    sleeves hanging down beside the body with the hands lying on the skirt."""
+    tex = np.full((240, 200, 3), 255, np.uint8)
+    cv2.circle(tex, (100, 40), 28, _SKIN, -1)
+    cv2.rectangle(tex, (78, 66), (122, 130), _GREY, -1)
+    skirt = np.array([[78, 128], [122, 128], [150, 175], [50, 175]])
+    cv2.fillPoly(tex, [skirt], _PURPLE)
+    sleeves = (((80, 72), (62, 110)), ((62, 110), (58, 150)), ((120, 72), (138, 110)))
+    for a, b in (*sleeves, ((138, 110), (142, 150))):
+        cv2.line(tex, a, b, _GREY, 12)
+    for x in (85, 115):
+        cv2.line(tex, (x, 175), (x, 228), _SKIN, 10)
+    at = {
+        "root": (100, 150), "hip": (100, 150), "torso": (100, 95), "neck": (100, 45),
+        "right_shoulder": (80, 72), "right_elbow": (62, 110), "right_hand": (58, 150),
+        "left_shoulder": (120, 72), "left_elbow": (138, 110), "left_hand": (142, 150),
+        "right_hip": (85, 150), "right_knee": (85, 195), "right_foot": (85, 226),
+        "left_hip": (115, 150), "left_knee": (115, 195), "left_foot": (115, 226),
+    }  # fmt: skip
+    joints = np.array([at[name] for name in JOINTS], np.float64)
+    return tex, (tex != 255).any(axis=2), joints
+
+
+def test_hands_lying_on_a_skirt_leave_the_skirt_to_the_body():
+    tex, mask, joints = _girl_with_hands_on_her_skirt()
+    skirt = (tex == _PURPLE).all(axis=2)
+    arms = [PART_INDEX[p] for p in PARTS if "arm" in p]
+
+    def share_moved_by_arms(mesh) -> float:
+        drawn = mesh.layer > 0
+        moves = mesh.part[drawn][mesh.triangle_map[skirt]]
+        return float(np.isin(moves, arms).mean())
+
+    # By distance alone the hands' regions reach into the skirt; keeping to the drawn
+    # edges, the skirt goes with the body, and the sleeves are still arms.
+    assert share_moved_by_arms(build_mesh(mask, joints)) > 0.1
+    mesh = build_mesh(mask, joints, texture=tex)
+    assert share_moved_by_arms(mesh) < 0.03
+    sleeves = (tex == _GREY).all(axis=2) & (np.arange(200)[None] < 72)
+    assert np.isin(mesh.part[mesh.layer > 0][mesh.triangle_map[sleeves]], arms).mean() > 0.6
+
+
+def test_stick_limbs_drawn_out_of_a_wide_dress_are_limbs():
+    # Photo 24 with its hand-made mask and joints: stick arms and legs leave a dress far
+    # from the shoulders and hips inside it; each is a part that moves, none is glued on.
+    truth = {t.name: t for t in load_truth()}["24"]
+    with Image.open(real_photo(truth.photo)) as image:
+        rgb = np.asarray(ImageOps.exif_transpose(image).convert("RGB"))
+    figure = character_from_photo(rgb, truth.joints[1], mask=truth.figure(1))
+    r = build_rig(for_output(figure, 256))
+    drawn = np.bincount(r.mesh.part[r.mesh.layer > 0], minlength=len(PARTS))
+    limbs = [p for p in PARTS if "arm" in p or "leg" in p]
+    assert all(drawn[PART_INDEX[p]] > 0 for p in limbs), dict(
+        zip(PARTS, drawn.tolist(), strict=True)
+    )
+    assert not r.mesh.binding.still
 
 
 def test_a_skirt_moves_with_the_body_and_the_legs_below_it_walk():
