@@ -83,8 +83,8 @@ BACKING_WIDTHS, BACKING_BONE_SHARE = 1.0, 0.1
 _LIMB_WIDTH_AT = (0.25, 0.6)  # shares of the way along a limb's bone its width is taken at
 # Upper legs joined along a seam longer than this share of the thigh's bone are a skirt.
 SKIRT_SEAM = 0.5
-# Where an arm's region spreads, a step between triangles whose colours differ by more
-# than FILL_DELTA_E (CIELAB) costs more: twice its length at EDGE_DELTA_E more, three times
+# A step between triangles whose colours differ by more than FILL_DELTA_E (CIELAB)
+# costs more: twice its length at EDGE_DELTA_E more, three times
 # at twice that. The grain within one fill and a stroke's share of a triangle differ by a
 # few; a sleeve against a skirt, a hand against a face, by tens.
 FILL_DELTA_E, EDGE_DELTA_E = 8.0, 10.0
@@ -283,11 +283,11 @@ def label_triangles(
     the triangles its points lie on (a bone off the ink, the triangle nearest its end);
     every other triangle takes the part of the nearest seed, walking from triangle to
     neighbouring triangle, so a region never jumps a gap in the drawing. With each
-    triangle's drawn colour (T, 3) uint8, an arm's region pays for every step between two
-    triangles the more their colours differ (`EDGE_DELTA_E`): it spreads through its own
-    sleeve and hand and stops at their drawn edge, so a hand lying on a skirt, an arm drawn
-    against the body or the hair leaves them to the body and the head. (A leg's region
-    does not pay: under a skirt or shorts it must still reach its hip.)
+    triangle's drawn colour (T, 3) uint8, a step between two triangles costs more the
+    more their colours differ (`EDGE_DELTA_E`): a region spreads through its own fill and
+    stops at a drawn edge, so a hand lying on a skirt leaves the skirt to the body. (A leg
+    under a skirt then reaches its hip only from the skirt's edge: `attach_pieces` counts
+    its reach from there.)
     """
     centres = vertices[triangles].mean(axis=1)
     seed_part = np.full(len(triangles), -1)
@@ -312,8 +312,7 @@ def label_triangles(
         dist = _segment_distance(centres[hit], a, b)
         better = dist < seed_dist[hit]
         seed_part[hit[better]], seed_dist[hit[better]] = part, dist[better]
-    arms = np.ones(len(PARTS), bool)
-    return _geodesic_labels(triangles, centres, seed_part, colours, arms)
+    return _geodesic_labels(triangles, centres, seed_part, colours)
 
 
 def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -327,26 +326,22 @@ def _geodesic_labels(
     centres: np.ndarray,
     seed: np.ndarray,
     colours: np.ndarray | None = None,
-    by_colour: np.ndarray | None = None,
 ) -> np.ndarray:
     """Each triangle's label: that of the nearest seeded triangle (seed >= 0) by paths
     between neighbouring triangles (through a shared edge, or at three times the cost
-    through a shared corner only), lengths between centres; for the labels `by_colour`
-    (L,) bool marks, each step lengthened by the change of `colours` (T, 3) it crosses.
-    Relaxed over every pair at once until no path shortens (as many rounds as the longest
+    through a shared corner only), lengths between centres, each lengthened by the change
+    of `colours` (T, 3) it crosses when they are given. Relaxed over every pair at once until no path shortens (as many rounds as the longest
     path has steps)."""
     a, b, cost = _neighbours(triangles)
     length = cost * np.linalg.norm(centres[a] - centres[b], axis=1)
-    dearer = np.ones_like(length)
     if colours is not None:
-        dearer += np.maximum(delta_e(colours[a], colours[b]) - FILL_DELTA_E, 0) / EDGE_DELTA_E
-    a, b = np.r_[a, b], np.r_[b, a]
-    length, dearer = np.r_[length, length], np.r_[dearer, dearer]
-    pays = np.zeros(1, bool) if by_colour is None else np.r_[by_colour, False]  # -1: none
+        change = np.maximum(delta_e(colours[a], colours[b]) - FILL_DELTA_E, 0)
+        length *= 1 + change / EDGE_DELTA_E
+    a, b, length = np.r_[a, b], np.r_[b, a], np.r_[length, length]
     label = seed.copy()
     dist = np.where(seed >= 0, 0.0, np.inf)
     while True:
-        through = dist[a] + np.where(pays[label[a]], length * dearer, length)
+        through = dist[a] + length
         better = np.flatnonzero(through < dist[b] - 1e-9)
         if not len(better):
             break
