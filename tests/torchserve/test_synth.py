@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from animation import morph
 from torchserve.training.synth import (
     HELD_OUT_STYLES,
     STYLE_AXES,
@@ -233,6 +234,26 @@ def test_detached_limbs_are_separate_blocks_of_the_mask():
         blocks.append(count - 1)
     # Mostly apart; a crossed arm or a hand on the hip may still touch the body.
     assert min(blocks) >= 1 and np.mean(np.array(blocks) >= 2) > 0.5, blocks
+
+
+def test_a_things_limbs_leave_its_outline_where_its_shoulders_and_hips_are():
+    """A body that is a thing (a tree, an ice cream, a star...): the limbs poke out of it,
+    and its shoulders and hips are labelled where they leave its outline, as an annotator
+    clicks them; its hands and feet are out on the limbs, off the thing."""
+    ends_off = []
+    for seed in range(500, 512):
+        s = generate(seed, size=600, only={"build": "thing", "body": "filled", "props": "none"})
+        x0, y0, x1, y1 = s.bbox
+        # Opened by a disc wider than a limb, the silhouette keeps the thing and the head.
+        body = morph.opening(s.silhouette, 0.045 * max(x1 - x0, y1 - y0))
+        off_body = cv2.distanceTransform((~body).astype(np.uint8), cv2.DIST_L2, 5)
+        in_body = cv2.distanceTransform(body.astype(np.uint8), cv2.DIST_L2, 5)
+        kp = s.keypoints[:, :2].round().astype(int)
+        to_edge = np.maximum(off_body, in_body)[kp[:, 1], kp[:, 0]]
+        reach = 0.06 * max(x1 - x0, y1 - y0)
+        assert (to_edge[[5, 6, 11, 12]] <= reach).all(), (seed, s.style, to_edge[[5, 6, 11, 12]])
+        ends_off.extend(off_body[kp[[9, 10, 15, 16], 1], kp[[9, 10, 15, 16], 0]] > 0)
+    assert np.mean(ends_off) >= 0.9, ends_off
 
 
 def test_props_touch_the_figure_and_an_opaque_pen_is_cut_out_of_the_label():

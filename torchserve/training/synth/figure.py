@@ -142,7 +142,10 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
     shapes: list[Shape] = []
     tubes = body != "stick" and rng.random() < (0.45 if body == "dress" else 0.6)
 
-    rx, ry, rot = _head(rng, styles, kp, shapes)
+    # A body that is a thing (a tree, an ice cream, a star): the face is often drawn on it.
+    thing = styles["build"] == "thing" and body in ("outline", "filled")
+    face_on_body = thing and rng.random() < 0.55
+    rx, ry, rot = _head(rng, styles, kp, shapes, outline=not face_on_body)
 
     # Neck, shoulders, torso.
     neck = {"none": 0.0, "short": _u(rng, 0.02, 0.05), "long": _u(rng, 0.05, 0.1)}[styles["neck"]]
@@ -169,7 +172,9 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
     kp[L_SHOULDER], kp[R_SHOULDER] = (x_sh + sw, y_sh), (x_sh - sw, y_sh)
     y_hip = y_sh + torso
     kp[L_HIP], kp[R_HIP] = (x_sh + lean + hw, y_hip), (x_sh + lean - hw, y_hip)
-    if neck > 0:
+    if thing:
+        _thing_body(rng, body, kp, rx, ry, neck_top, face_on_body, shapes)
+    elif neck > 0:
         shapes.append(Shape("line", np.array([neck_top, (x_sh, y_sh)])))
 
     # Limbs.
@@ -178,7 +183,11 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
     arms = [(arm_len * f, arm_len * (1 - f)) for f in rng.uniform(0.4, 0.62, 2) * _u(rng, 0.9, 1.1)]
     legs = [(leg_len * f, leg_len * (1 - f)) for f in rng.uniform(0.42, 0.6, 2)]
     limb_w = _u(rng, 0.015, 0.035)
+    if thing:  # a thing's limbs are mostly sticks poking out of it
+        tubes = rng.random() < 0.25
     arm_poses = _arm_poses(rng, styles["arms"])
+    if thing:  # arms hanging down or held in would be lost against the thing's outline
+        arm_poses = tuple("out" if p in ("down", "crossed", "hips") else p for p in arm_poses)
     for (s_i, e_i, w_i, side), pose in zip(
         ((L_SHOULDER, L_ELBOW, L_WRIST, 1), (R_SHOULDER, R_ELBOW, R_WRIST, -1)),
         arm_poses,
@@ -188,7 +197,7 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
         # on raised arms for this head.
         for attempt in range(6):
             kp[e_i], kp[w_i] = _limb(rng, kp[s_i], side, ARM_POSES[pose], arms[side < 0])
-            if not _crosses_head(kp[[s_i, e_i, w_i]], rx * 1.15, ry * 1.15):
+            if face_on_body or not _crosses_head(kp[[s_i, e_i, w_i]], rx * 1.15, ry * 1.15):
                 break
             if attempt == 2:
                 pose = "out"
@@ -199,7 +208,8 @@ def build_figure(rng: np.random.Generator, styles: dict[str, str]) -> Figure:
     ):
         kp[k_i], kp[a_i] = _limb(rng, kp[h_i], side, LEG_POSES[pose], legs[side < 0])
 
-    _torso(rng, body, kp, neck_top, limb_w, tubes, shapes, round_body)
+    if not thing:
+        _torso(rng, body, kp, neck_top, limb_w, tubes, shapes, round_body)
     hem = _dress(rng, kp, limb_w, shapes) if body == "dress" else None
     # Limbs drawn as separate blocks: each starts a little way off the body, not touching it.
     detached = styles["limbs"] == "detached"
@@ -233,17 +243,20 @@ def _detach(path: np.ndarray, gap: float) -> np.ndarray:
     return out
 
 
-def _head(rng, styles, kp, shapes) -> tuple[float, float, np.ndarray]:
+def _head(rng, styles, kp, shapes, outline: bool = True) -> tuple[float, float, np.ndarray]:
     """The head, face, hair and hat around the origin; sets the five face keypoints.
-    Returns the head's radii and its tilt (a rotation matrix)."""
+    Returns the head's radii and its tilt (a rotation matrix).
+
+    `outline=False`: only the face, hat and no hair, as drawn on a body that is a thing."""
     # Head: children draw it big; "huge" is a head as tall as the rest of the body.
     ry = _u(rng, 0.085, 0.13) if styles["head"] == "normal" else _u(rng, 0.15, 0.26)
     rx = ry * _u(rng, 0.78, 1.15)
     head_tilt = np.radians(_u(rng, -12, 12))
     head = ellipse((0, 0), rx, ry, 30, _u(rng, 0, 6.3), head_tilt)
-    if rng.random() < (0.35 if styles["body"] == "filled" else 0.12):
+    if rng.random() < (0.35 if styles["body"] == "filled" else 0.12) and outline:
         shapes.append(Shape("skin", head, True, True))
-    shapes.append(Shape("line", head, True))
+    if outline:
+        shapes.append(Shape("line", head, True))
     rot = np.array(
         [[np.cos(head_tilt), np.sin(head_tilt)], [-np.sin(head_tilt), np.cos(head_tilt)]]
     )
@@ -278,13 +291,88 @@ def _head(rng, styles, kp, shapes) -> tuple[float, float, np.ndarray]:
         mw = _u(rng, 0.25, 0.55) * rx
         mouth = np.stack([np.cos(t) * mw, np.sin(t) * mw * _u(rng, 0.2, 0.7) + mouth_y], 1)
         shapes.append(Shape("face", mouth @ rot, width=0.8))
-    if rng.random() < 0.25:  # ears drawn as bumps
+    if rng.random() < 0.25 and outline:  # ears drawn as bumps
         for i, side in ((L_EAR, 1), (R_EAR, -1)):
             c = kp[i] + (side * 0.08 * rx, 0)
             shapes.append(Shape("line", ellipse(c, 0.12 * rx, 0.2 * ry, 10), True))
 
-    _hair_and_hat(rng, styles, rx, ry, head_tilt, shapes)
+    _hair_and_hat(rng, styles if outline else {**styles, "hair": "none"}, rx, ry, head_tilt, shapes)
     return rx, ry, rot
+
+
+THINGS = ("tree", "ice_cream", "star", "blob", "box")
+
+
+def _thing_body(rng, body, kp, rx, ry, neck_top, face_on_body, shapes) -> None:
+    """A body that is a thing: a tree, an ice cream, a star, a blob or a box, with the face
+    on it (`face_on_body`: the head's outline is not drawn) or a head on top. The shoulders
+    and hips move to where the stick limbs leave its outline, as an annotator clicks them;
+    the limbs are then drawn from there, out of the thing."""
+    kind = THINGS[int(rng.integers(len(THINGS)))]
+    head = max(rx, ry)
+    if face_on_body:  # the face in the thing's upper part, with room round it
+        top = -head * _u(rng, 1.3, 1.9)
+        height = _u(rng, 0.5, 0.85) - top
+    else:
+        top = neck_top[1] + _u(rng, -0.02, 0.02)
+        height = _u(rng, 0.35, 0.7)
+    half = max(height * _u(rng, 0.28, 0.55), head * 1.35)
+    bottom = top + height
+    if kind == "tree":  # a triangle, point up, wide enough at the face for it
+        if face_on_body:
+            half = max(half, head * 1.35 * height / -top)
+        outline = np.array([(0.0, top), (half, bottom), (-half, bottom)])
+    elif kind == "ice_cream":  # a round scoop on a cone that points down
+        scoop = half
+        centre = np.array([0.0, 0.0 if face_on_body else top + scoop])
+        t = np.linspace(np.pi * 0.95, np.pi * 2.05, 16)
+        arc = centre + np.stack([np.cos(t), np.sin(t)], 1) * scoop
+        tip = (0.0, max(bottom, centre[1] + scoop * 1.6))
+        outline = np.concatenate([arc, [tip]])
+    elif kind == "star":
+        radius = max(height / 2, head * 2.2)
+        centre = np.array([0.0, (top + radius) if not face_on_body else head * 0.2])
+        inner = radius * _u(rng, 0.45, 0.6)
+        angle = -np.pi / 2 + np.arange(10) * np.pi / 5 + _u(rng, -0.15, 0.15)
+        r = np.where(np.arange(10) % 2 == 0, radius, inner)
+        outline = centre + np.stack([np.cos(angle) * r, np.sin(angle) * r], 1)
+    elif kind == "blob":  # a wobbly round lump
+        centre = np.array([0.0, (top + bottom) / 2])
+        t = np.linspace(0, 2 * np.pi, 24, endpoint=False)
+        wobble = 1 + 0.08 * np.sin(t * int(rng.integers(2, 5)) + _u(rng, 0, 6.3))
+        outline = centre + np.stack([np.cos(t) * half, np.sin(t) * height / 2], 1) * wobble[:, None]
+    else:  # a box: a robot, a book, a carton
+        outline = np.array([(-half, top), (half, top), (half, bottom), (-half, bottom)])
+    if body == "filled":
+        shapes.append(Shape("fill", outline, True, True))
+    shapes.append(Shape("line", outline, True))
+    lo, hi = outline.min(axis=0), outline.max(axis=0)
+    y_sh = lo[1] + (hi[1] - lo[1]) * _u(rng, 0.3, 0.55)
+    if face_on_body:
+        y_sh = max(y_sh, kp[NOSE, 1] + head * 0.6)
+    for joint, side in ((L_SHOULDER, 1), (R_SHOULDER, -1)):
+        kp[joint] = _edge(outline, np.array([0.0, y_sh]), np.array([side, 0.0]))
+    spread = (hi[0] - lo[0]) / 2 * _u(rng, 0.15, 0.5)
+    for joint, side in ((L_HIP, 1), (R_HIP, -1)):
+        kp[joint] = _edge(outline, np.array([side * spread, lo[1]]), np.array([0.0, 1.0]))
+
+
+def _edge(outline: np.ndarray, start: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """The last point where the ray from `start` along `direction` crosses the closed
+    `outline` (where a limb leaves the body); `start` if it crosses none."""
+    a, b = outline, np.roll(outline, -1, axis=0)
+    edge = b - a
+    denom = direction[0] * edge[:, 1] - direction[1] * edge[:, 0]
+    ok = np.abs(denom) > 1e-12
+    rel = a - start
+    t = np.where(ok, (rel[:, 0] * edge[:, 1] - rel[:, 1] * edge[:, 0]) / np.where(ok, denom, 1), -1)
+    u = np.where(
+        ok, (rel[:, 0] * direction[1] - rel[:, 1] * direction[0]) / np.where(ok, denom, 1), -1
+    )
+    hit = ok & (t >= 0) & (u >= 0) & (u <= 1)
+    if not hit.any():
+        return start.copy()
+    return start + direction * t[hit].max()
 
 
 def _torso(rng, body, kp, neck_top, limb_w, tubes, shapes, round_body=False) -> None:

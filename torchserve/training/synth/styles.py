@@ -24,8 +24,9 @@ STYLE_AXES: dict[str, tuple[str, ...]] = {
     "props": ("none", "touching"),
     # The page coloured in all over (sky, grass, one colour), around or over the figure.
     "background": ("paper", "coloured"),
-    # A drawn body (outline or filled) of ordinary proportions, or a big round belly.
-    "build": ("slim", "round"),
+    # A drawn body (outline or filled) of ordinary proportions, a big round belly, or a
+    # thing with stick limbs (a tree, an ice cream, a star, a blob, a box).
+    "build": ("slim", "round", "thing"),
 }
 
 # One value per axis that training never sees; the held-out-styles evaluation uses only these.
