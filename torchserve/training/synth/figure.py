@@ -347,9 +347,10 @@ def _thing_body(rng, body, kp, rx, ry, neck_top, face_on_body, shapes) -> None:
         shapes.append(Shape("fill", outline, True, True))
     shapes.append(Shape("line", outline, True))
     lo, hi = outline.min(axis=0), outline.max(axis=0)
-    y_sh = lo[1] + (hi[1] - lo[1]) * _u(rng, 0.3, 0.55)
-    if face_on_body:
-        y_sh = max(y_sh, kp[NOSE, 1] + head * 0.6)
+    if face_on_body:  # the arms leave it below the face
+        y_sh = max(lo[1] + (hi[1] - lo[1]) * _u(rng, 0.3, 0.55), kp[NOSE, 1] + head * 0.6)
+    else:  # near its top, below the head, as a dress's shoulders are
+        y_sh = lo[1] + (hi[1] - lo[1]) * _u(rng, 0.1, 0.35)
     for joint, side in ((L_SHOULDER, 1), (R_SHOULDER, -1)):
         kp[joint] = _edge(outline, np.array([0.0, y_sh]), np.array([side, 0.0]))
     spread = (hi[0] - lo[0]) / 2 * _u(rng, 0.15, 0.5)
