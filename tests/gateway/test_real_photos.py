@@ -13,11 +13,12 @@ from torchserve.training.evaluate_photos import annotate, load_truth, score, sco
 pytestmark = pytest.mark.integration
 TRUTH = {t.name: t for t in load_truth()}
 # Measured with `python -m torchserve.training.evaluate_photos` against `make run`
-# (torchserve/weights/EVAL.md): 37 of 39 animated (05 and 17 refused), mean IoU 0.787,
-# 14 below 0.85 (at 84b56e3, before the dark-page, spilled-paper and outline rules: 0.766,
-# 17 below). Issue 26's target is 0.92 with at most three below 0.85: these hold today's
-# level, not it.
-MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.775, 15
+# (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.796,
+# 16 below 0.85 (at 84b56e3, before the dark-page, spilled-paper and outline rules: 0.766,
+# 17 below; before the pose network trained on things for bodies, e80207b: 0.787, 14
+# below, 05 refused and 30 animated). Issue 26's target is 0.92 with at most three below
+# 0.85: these hold today's level, not it.
+MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.784, 17
 
 
 def _scored(url: str, name: str):
