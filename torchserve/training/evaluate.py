@@ -42,7 +42,9 @@ import torch
 import yaml
 from PIL import Image
 
-from animation.crop import margin_lost, paper_beyond, whole_drawing, without_paper
+from animation.crop import margin_lost, whole_drawing, without_paper
+from animation.figure import Crop
+from animation.paper import light_page
 from animation.segment import figure_mask
 from animation.skeleton import JOINT_INDEX, JOINTS, Skeleton
 from torchserve.model import (
@@ -131,7 +133,7 @@ def _keypoints(image: np.ndarray, bbox: np.ndarray) -> np.ndarray:
     pose = _models["pose"]
     piece, origin = crop(image, bbox)
     pads = margin_lost(bbox, image.shape[1::-1], CROP_MARGIN)
-    x, box = pose_input(paper_beyond(piece, pads), pose.size)
+    x, box = pose_input(_seen(piece, pads), pose.size)
     with torch.inference_mode():
         points = np.array(decode_keypoints(pose(x)[0], box))
     height, width = piece.shape[:2]
@@ -143,7 +145,7 @@ def segment(piece: np.ndarray, pads: tuple[int, int, int, int] = (0, 0, 0, 0)) -
     """The segmenter's mask (bool, the crop's size) of one crop, as the handler makes it of
     the crop with ``pads`` (left, top, right, bottom px) of paper round it (the gateway's)."""
     segmenter = _models["segmenter"]
-    seen = paper_beyond(piece, pads)
+    seen = _seen(piece, pads)
     x, box = segmenter_input(seen, segmenter.size)
     with torch.inference_mode():
         mask, _ = decode_mask(segmenter(x)[0], box, seen.shape[:2])
@@ -156,7 +158,15 @@ def three_masks(
     """The (H, W) bool masks of one crop per PATHS; `joints` in the crop's pixels; the
     segmenter sees ``pads`` of paper round the crop."""
     learned = segment(piece, pads)
-    return learned, figure_mask(piece, joints).mask, figure_mask(piece, joints, learned).mask
+    page = light_page(piece)  # as `figure.choose_mask` finds the mask
+    return learned, figure_mask(page, joints).mask, figure_mask(page, joints, learned).mask
+
+
+def _seen(piece: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
+    """What the models see of the (h, w, 3) crop `piece`, as the gateway shows it to them
+    (`figure.Crop.seen`: a dark page negated, `pads` of paper round)."""
+    height, width = piece.shape[:2]
+    return Crop((0, 0, width, height), pads).seen(piece)
 
 
 def _masks(image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray) -> list[np.ndarray]:
