@@ -10,7 +10,8 @@ onto a shadow. The joints say where the figure is, so they decide:
 
 0. on a learned mask, the inside of an outline round the skeleton is added where the
    segmenter left it out (a broken outline closed by up to OUTLINE_GAP);
-1. paper is dropped (OpenCV's mask): broad patches with no ink near them that no inked outline encloses;
+1. paper is dropped (OpenCV's mask): broad patches with no ink near them that no inked
+   outline encloses;
 2. the pieces that hold a joint, or that a bone (a joint-to-parent segment) runs through,
    are the figure, and so are hand-sized pieces at a limb's end and things on the head;
    every other piece is dropped;

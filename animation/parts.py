@@ -83,10 +83,10 @@ BACKING_WIDTHS, BACKING_BONE_SHARE = 1.0, 0.1
 _LIMB_WIDTH_AT = (0.25, 0.6)  # shares of the way along a limb's bone its width is taken at
 # Upper legs joined along a seam longer than this share of the thigh's bone are a skirt.
 SKIRT_SEAM = 0.5
-# A step between triangles whose colours differ by more than FILL_DELTA_E (CIELAB)
-# costs more: twice its length at EDGE_DELTA_E more, three times
-# at twice that. The grain within one fill and a stroke's share of a triangle differ by a
-# few; a sleeve against a skirt, a hand against a face, by tens.
+# A step between triangles whose colours differ by more than FILL_DELTA_E (CIELAB) costs
+# more: twice its length at EDGE_DELTA_E more, three times at twice that. The grain within
+# one fill and a stroke's share of a triangle differ by a few; a sleeve against a skirt, a
+# hand against a face, by tens.
 FILL_DELTA_E, EDGE_DELTA_E = 8.0, 10.0
 # Search for the drawn neck between these shares of the way from the shoulders' middle
 # to the face; where the mask never narrows, the head starts at _NECK_DEFAULT.
@@ -330,8 +330,8 @@ def _geodesic_labels(
     """Each triangle's label: that of the nearest seeded triangle (seed >= 0) by paths
     between neighbouring triangles (through a shared edge, or at three times the cost
     through a shared corner only), lengths between centres, each lengthened by the change
-    of `colours` (T, 3) it crosses when they are given. Relaxed over every pair at once until no path shortens (as many rounds as the longest
-    path has steps)."""
+    of `colours` (T, 3) it crosses when they are given. Relaxed over every pair at once
+    until no path shortens (as many rounds as the longest path has steps)."""
     a, b, cost = _neighbours(triangles)
     length = cost * np.linalg.norm(centres[a] - centres[b], axis=1)
     if colours is not None:

@@ -22,8 +22,8 @@ pack and that shimmer as the figure moves. The steps, all on the (H, W) crop:
    dithered pattern shimmers under motion and packs badly).
 
 On a dark page (`paper.light_page`) steps 1-3 run on the negated crop and their colours
-are negated back. A texture with no paper around the figure (a drawing app's export with a transparent
-background, the generated test character) skips steps 1-3.
+are negated back. A texture with no paper around the figure (a drawing app's export with
+a transparent background, the generated test character) skips steps 1-3.
 """
 
 from __future__ import annotations
