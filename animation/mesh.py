@@ -26,6 +26,7 @@ from animation.parts import (
     cut,
     hinges,
     label_triangles,
+    on_seams,
     pivots,
     skirt_parts,
 )
@@ -261,6 +262,7 @@ def build_mesh(
     )
     part = label_triangles(vertices, triangles, label, joints, neck, inside, colours)
     part = attach_pieces(vertices, triangles, part, joins)
+    joins = on_seams(vertices, triangles, part, joins, joints)
     pieces = cut(vertices, triangles, part, joins)
     return Mesh(
         vertices=pieces.vertices,

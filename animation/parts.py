@@ -12,8 +12,9 @@ line when a joint estimate misses the ink. So the figure moves like a paper pupp
    shoulders and the face (the drawn neck).
 2. The mesh is cut between every two parts, and each part turns whole (a rotation and a
    translation, never a stretch) about the joint it hangs from (`PartBinding`): the head
-   about the drawn neck, a limb about its shoulder, elbow, hip or knee, carried there by
-   the part it hangs from. A face, a hand, a sleeve keeps its drawn shape in every frame.
+   about the drawn neck, a limb about its shoulder, elbow, hip or knee (moved onto the
+   middle of the seam there, `on_seams`), carried there by the part it hangs from. A
+   face, a hand, a sleeve keeps its drawn shape in every frame.
 3. The seams stay closed: around each joint a disk of the parent part's drawing, as wide
    as the limb, turns with the child and is drawn behind every part (`BACKING`), so a
    bent elbow or a raised arm shows a rounded joint where a wedge of paper would open.
@@ -24,7 +25,7 @@ line when a joint estimate misses the ink. So the figure moves like a paper pupp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -432,14 +433,68 @@ def skirt_parts(
     `SKIRT_SEAM` of the thigh (a skirt, a dress, shorts): the skirt then moves with the
     body, and the legs below it still walk."""
     left, right = PART_INDEX["left_upper_leg"], PART_INDEX["right_upper_leg"]
-    seam = 0.0
-    for i, j in edge_pairs(triangles).tolist():
-        if {int(part[i]), int(part[j])} == {left, right}:
-            edge = vertices[np.intersect1d(triangles[i], triangles[j])]
-            seam += float(np.linalg.norm(edge[0] - edge[-1]))
+    ends = seam_edges(vertices, triangles, edge_pairs(triangles), part, left, right)
+    seam = float(np.linalg.norm(ends[:, 0] - ends[:, 1], axis=1).sum())
     lengths = np.linalg.norm(joints - joints[np.maximum(PARENT_INDEX, 0)], axis=1)
     thigh = min(lengths[JOINT_INDEX["left_knee"]], lengths[JOINT_INDEX["right_knee"]])
     return ("left_upper_leg", "right_upper_leg") if seam > SKIRT_SEAM * max(thigh, 1e-6) else ()
+
+
+def seam_edges(
+    vertices: np.ndarray, triangles: np.ndarray, pairs: np.ndarray, part: np.ndarray, a: int, b: int
+) -> np.ndarray:
+    """(K, 2, 2): the two ends of every edge between a triangle of part `a` and one of
+    part `b` (the seam where the mesh is cut between them); `pairs` are the triangles'
+    `mesh_graph.edge_pairs`."""
+    sides = part[pairs]
+    pairs = pairs[
+        ((sides[:, 0] == a) & (sides[:, 1] == b)) | ((sides[:, 0] == b) & (sides[:, 1] == a))
+    ]
+    first, second = triangles[pairs[:, 0]], triangles[pairs[:, 1]]
+    shared = (first[:, :, None] == second[:, None, :]).any(axis=2)  # two corners of each
+    return vertices[first[shared].reshape(-1, 2)]
+
+
+def on_seams(
+    vertices: np.ndarray,
+    triangles: np.ndarray,
+    part: np.ndarray,
+    joins: list[Hinge],
+    joints: np.ndarray,
+) -> list[Hinge]:
+    """`joins` with each limb's hinge moved onto the middle of the stretch of seam, as wide
+    as the limb, that it shares with the part it hangs from nearest its joint. A part turns
+    whole about its hinge, so only a hinge on the seam keeps the two joined: an elbow placed
+    on the edge of a wide sleeve swings the forearm like a door on its edge hinge (the seam's
+    far side opens by its width times the turn), and an elbow placed where the forearm does
+    not touch the upper arm lets the hand come off. An arm drawn against the body, whose
+    seam is as long as the arm, still turns at its shoulder. `joints` (16, 2) give the
+    limbs' directions."""
+    pairs = edge_pairs(triangles)
+    out = []
+    for hinge in joins:
+        name = PARTS[hinge.child]
+        ends = seam_edges(vertices, triangles, pairs, part, hinge.child, hinge.parent)
+        if name == "head" or not len(ends):
+            out.append(hinge)  # the head turns at the drawn neck; no seam: at the joint
+            continue
+        bone = JOINT_INDEX[DRIVER[name]]
+        along = joints[bone] - joints[PARENT_INDEX[bone]]
+        along = along / max(float(np.linalg.norm(along)), 1e-9)
+        across = np.array([-along[1], along[0]])
+        offset = ends.mean(axis=1) - hinge.point
+        length = np.linalg.norm(ends[:, 0] - ends[:, 1], axis=1)
+        # The seam's stretch across the limb (as wide as the limb's backing disk) from its
+        # point nearest to the joint.
+        step = offset - offset[np.argmin(np.linalg.norm(offset, axis=1))]
+        beside = (np.abs(step @ along) <= hinge.radius) & (
+            np.abs(step @ across) <= 2 * hinge.radius
+        )
+        middle = (offset[beside] * length[beside, None]).sum(axis=0) / max(
+            length[beside].sum(), 1e-9
+        )
+        out.append(replace(hinge, point=hinge.point + middle))
+    return out
 
 
 def pivots(joins: list[Hinge], joints: np.ndarray) -> np.ndarray:

@@ -167,12 +167,15 @@ def test_joints_out_is_the_gifs_skeleton_in_its_pixels(tmp_path):
     assert doc["size"] == list(im.size) and len(doc["frames"]) == im.n_frames
     assert doc["joints"][:4] == ["root", "hip", "torso", "neck"] and len(doc["joints"]) == 16
     # The figure is drawn where the joints say: every joint on the figure, or within a few
-    # pixels of it (a thin stroke may end short of the joint at its tip), in every frame.
+    # pixels of it, in every frame. A thin stroke may end short of the joint at its tip, and
+    # a limb turns about the middle of the seam it hangs by (parts.on_seams), which on this
+    # drawing's thin arms lies up to 3 texture px from the shoulder: a raised hand is drawn
+    # up to twice that from the skeleton's (6 px at this size).
     for k in range(0, im.n_frames, 7):
         im.seek(k)
         off_figure = distance_transform_edt(np.asarray(im.convert("RGBA"))[..., 3] == 0)
         x, y = np.round(np.array(doc["frames"][k])).astype(int).T
-        assert off_figure[y, x].max() <= 4, k
+        assert off_figure[y, x].max() <= 7, k
         assert np.median(off_figure[y, x]) == 0, k
 
 

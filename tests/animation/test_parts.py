@@ -12,7 +12,7 @@ from animation.joint_guard import guard_joints
 from animation.mask_warnings import joint_warnings, mask_warnings
 from animation.mesh import build_mesh
 from animation.motions import load_motion
-from animation.parts import LAYERS, PART_INDEX, PARTS, layer_ranks
+from animation.parts import LAYERS, PART_INDEX, PARTS, Hinge, layer_ranks, on_seams
 from animation.render import build_rig
 from animation.retarget import retarget
 from animation.skeleton import JOINT_INDEX, JOINTS, Skeleton
@@ -255,3 +255,76 @@ def test_a_limb_inside_a_blob_is_kept_still():
     joints = 100 + (joints - joints.mean(axis=0)) * 0.3  # the whole skeleton inside the disk
     still = set(guard_joints(mask, joints).still)
     assert {"left_upper_arm", "right_upper_arm"} <= still
+
+
+def _grid(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices on the integer grid (x < width, y < height) and two triangles per cell."""
+    ys, xs = np.mgrid[0:height, 0:width]
+    vertices = np.column_stack([xs.ravel(), ys.ravel()]).astype(np.float64)
+    at = np.arange(width * height).reshape(height, width)
+    a, b, c, d = at[:-1, :-1].ravel(), at[:-1, 1:].ravel(), at[1:, :-1].ravel(), at[1:, 1:].ravel()
+    return vertices, np.concatenate([np.column_stack([a, b, c]), np.column_stack([b, d, c])])
+
+
+def _arm_hinge(
+    point, radius: float, shoulder, elbow, parts_of
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Hinge]:
+    """A grid cut into torso and left upper arm by `parts_of` (triangle centres -> bool: arm),
+    and the arm's hinge at `point` with the arm's bone from `shoulder` to `elbow`."""
+    vertices, triangles = _grid(11, 9)
+    arm = parts_of(vertices[triangles].mean(axis=1))
+    part = np.where(arm, PART_INDEX["left_upper_arm"], PART_INDEX["torso"])
+    joints = np.zeros((len(JOINTS), 2))
+    joints[JOINT_INDEX["left_shoulder"]], joints[JOINT_INDEX["left_elbow"]] = shoulder, elbow
+    hinge = Hinge(PART_INDEX["torso"], PART_INDEX["left_upper_arm"], point, radius)
+    return vertices, triangles, part, joints, hinge
+
+
+def test_a_limb_turns_about_the_middle_of_its_seam_not_its_outline():
+    # The arm (x >= 5) meets the body along x = 5 from y = 0 to 8; its shoulder was placed on
+    # the outline, at the seam's top end.
+    *mesh, joints, hinge = _arm_hinge((5, 0), 5.0, (5, 4), (10, 4), lambda c: c[:, 0] > 5)
+    (moved,) = on_seams(*mesh, [hinge], joints)
+    np.testing.assert_allclose(moved.point, (5, 4), atol=0.6)  # the seam's middle
+    # Placed inside the body, where the arm does not reach: onto the seam, and to its middle.
+    *mesh, joints, hinge = _arm_hinge((3, 4), 5.0, (3, 4), (10, 4), lambda c: c[:, 0] > 5)
+    (moved,) = on_seams(*mesh, [hinge], joints)
+    np.testing.assert_allclose(moved.point, (5, 4), atol=0.6)
+
+
+def test_an_arm_drawn_against_the_body_still_turns_at_its_shoulder():
+    # The arm (y >= 4) lies along the body over the whole length of its bone: the seam runs
+    # along it, and the hinge stays near the shoulder, not at the seam's middle (5, 4).
+    *mesh, joints, hinge = _arm_hinge((0, 4), 1.5, (0, 4), (10, 4), lambda c: c[:, 1] > 4)
+    (moved,) = on_seams(*mesh, [hinge], joints)
+    assert np.linalg.norm(moved.point - (0, 4)) <= hinge.radius
+    assert abs(moved.point[1] - 4) < 1e-9  # on the seam
+
+
+def _edge_elbow(name: str, side: str, way: int) -> Character:
+    """Real-dev `name` with its `side` elbow moved across the forearm onto the outline."""
+    c = for_output(load_character(real_dev(name)), 256)
+    joints = c.skeleton.rest.copy()
+    elbow, hand = JOINT_INDEX[f"{side}_elbow"], JOINT_INDEX[f"{side}_hand"]
+    inside = cv2.distanceTransform(c.mask.astype(np.uint8), cv2.DIST_L2, 5)
+    forearm = joints[hand] - joints[elbow]
+    across = way * np.array([-forearm[1], forearm[0]]) / np.linalg.norm(forearm)
+    for step in np.arange(0, 30, 0.5):
+        x, y = np.round(joints[elbow] + step * across).astype(int)
+        if not (0 <= y < inside.shape[0] and 0 <= x < inside.shape[1]) or inside[y, x] < 1.5:
+            break
+    joints[elbow] = joints[elbow] + step * across
+    return Character(texture=c.texture, mask=c.mask, skeleton=Skeleton(joints))
+
+
+@pytest.mark.parametrize("name", ["char1", "char2", "char3", "char4"])
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("way", [1, -1])
+def test_an_elbow_placed_on_the_outline_keeps_the_hand_on_through_its_turn(name, side, way):
+    r = build_rig(_edge_elbow(name, side, way))
+    rest = r.character.skeleton.rest
+    elbow, hand = JOINT_INDEX[f"{side}_elbow"], JOINT_INDEX[f"{side}_hand"]
+    frames = np.repeat(rest[None], 14, axis=0)
+    for frame, angle in zip(frames, np.linspace(-2.6, 2.6, 14), strict=True):
+        frame[hand] = _turn(rest[[hand]], angle, rest[elbow])[0]
+    assert not measure(r, frames).torn.any()
