@@ -25,8 +25,13 @@ onto a shadow. The joints say where the figure is, so they decide:
 6. paper the mask spilled over between the figure's parts is dropped: a patch with no ink
    that reaches the mask's edge (nothing drawn closes it) and that no joint, no bone and
    no head holds: between an arm and the body, the legs, a curled tail and the back;
-7. a FRINGE_PX margin is added: the stroke's soft edge, which a threshold leaves out, so
-   a texture cut along the mask keeps the whole outline.
+7. OpenCV's mask gets AD_MARGIN_PX of margin, as the segmenter's has, to be compared with
+   it (`segment.choose`).
+
+Once one is chosen, `edge_on_ink` puts its edge on the ink: the rim (EDGE_DEPTH deep) that
+is paper is dropped, so the figure ends where its outermost stroke does (issue 26's rule).
+The segmenter's margin is a pixel or two of its own 256 px input, so it grew with the
+photo's resolution: 2-12 px of paper round every stroke of the real photos.
 
 Then `mask_warnings` says what still looks implausible.
 """
@@ -54,7 +59,14 @@ HAND_REACH = 0.5  # ... unless it lies this close to a hand or foot, in its bone
 HAND_SIZE = 0.3  # and is no bigger than a hand: this radius, in the same lengths
 HEAD_REACH = 2.5  # ... or on the head: this close to its joint, in its bone's lengths
 DEEP = 0.75  # a joint or bone holds a core where it lies this deep in it, of NECK_RADIUS
-FRINGE_PX = 2  # the soft edge of a photographed stroke, px
+# AnimatedDrawings' masks lie this far outside the ink (px), and so do the synthetic
+# generator's, made like them, and the segmenter's, learned from those. OpenCV's mask gets
+# the same margin to be compared with the segmenter's; `edge_on_ink` takes it off the
+# mask chosen, and `with_ad_margin` puts it back to score a mask against such truths.
+AD_MARGIN_PX = 2
+EDGE_CLOSING = 1.5  # px: the grain of a crayon's stroke, closed after the paper round it goes
+EDGE_DEPTH, EDGE_DEPTH_PX = 1 / 200, 3  # the rim checked for paper: of the crop's longer
+# side, at least so many px (a segmenter's pixel is 1/256 of it: its margin is 1-2 of them)
 # A group of pieces whose biggest is at most SPECK_PX is specks (a grainy page's grain,
 # 1-9 px at the models' resolution on the real photos; a stroke's fragment is tens of px or
 # more), unless it lies on the face (a dot for an eye: `_face`): it joins a stroke across
@@ -217,13 +229,11 @@ def finish_mask(
         thickness = max(3, int(round(ink.stroke_width)))
         out = _join_pieces(out, figure, thickness, ink.stroke_width)
         out = _reach_joints(out, figure, thickness)
-    # AnimatedDrawings' masks carry the same margin (their real-dev masks match ours best
-    # with it, better than with a pixel less or more).
     out = fill_holes(out)
     if figure is not None:
         out = _drop_spilled_paper(out, inked, figure, ink.stroke_width)
     if not learned:
-        out = morph.dilate(out, FRINGE_PX)
+        out = with_ad_margin(out)
     return FinishedMask(out, mask_warnings(out, inked, figure), "learned" if learned else "opencv")
 
 
@@ -243,6 +253,92 @@ def outlines_around_joints(inked: np.ndarray, figure: FigureJoints, gap: float) 
         return np.zeros(inked.shape, bool)
     kept = touched[labels]
     return kept | (morph.dilate(kept, gap) & closed)
+
+
+def with_ad_margin(mask: np.ndarray) -> np.ndarray:
+    """(H, W) bool `mask` grown by AD_MARGIN_PX: drawn as AnimatedDrawings' masks are."""
+    return morph.dilate(mask, AD_MARGIN_PX)
+
+
+def edge_on_ink(
+    mask: np.ndarray, inked: np.ndarray, figure: FigureJoints | None = None
+) -> np.ndarray:
+    """(H, W) bool `mask` less the paper round its outermost strokes: the pixels of its rim
+    (EDGE_DEPTH deep) that are not `inked`, except those an inked outline encloses.
+
+    Paper that holds the figure together (a bridge `_join_pieces` drew across it) or holds
+    a joint of `figure` (a wrist placed on the margin) stays, as far as the rim's depth
+    round what it holds; where even that splits the figure, `mask` stays as it is.
+    """
+    if not mask.any() or not inked.any():
+        return mask  # nothing measurable to check against: trust the source
+    depth = max(EDGE_DEPTH_PX, EDGE_DEPTH * max(mask.shape))
+    paper_rim = mask & ~morph.erode(mask, depth) & ~inked
+    trimmed = fill_holes(morph.closing(mask & ~paper_rim, EDGE_CLOSING)) & mask
+    # Grain and specks in the rim come loose with the paper round them: they go with it.
+    speck = (2 * depth) ** 2
+    trimmed = _without_specks(trimmed, speck)
+    kept = np.zeros(mask.shape, bool)
+    if figure is not None:
+        lost = ~_on(trimmed, figure.points) & _on(mask, figure.points)
+        for x, y in np.round(figure.points[lost]).astype(int):
+            kept[y, x] = True
+    if kept.any():
+        trimmed = _without_specks(trimmed | (morph.dilate(kept, 2 * depth) & paper_rim), speck)
+    if piece_count(trimmed) > piece_count(mask):
+        trimmed |= _bridges(trimmed, depth) & mask  # pieces joined by paper stay joined
+    if piece_count(trimmed) > piece_count(mask):
+        return mask
+    if figure is not None and points_on(trimmed, figure.points) < points_on(mask, figure.points):
+        return mask
+    return trimmed
+
+
+def _bridges(mask: np.ndarray, width: float) -> np.ndarray:
+    """(H, W) bool: a strip `width` px wide from each piece of `mask` but its largest to
+    the largest, between their nearest points."""
+    main = _largest(mask)
+    to_main = cv2.distanceTransform((~main).astype(np.uint8), cv2.DIST_L2, 3)
+    main_rows, main_cols = np.nonzero(main)
+    count, labels = cv2.connectedComponents((mask & ~main).astype(np.uint8), connectivity=8)
+    out = np.zeros(mask.shape, np.uint8)
+    for label in range(1, count):
+        rows, cols = np.nonzero(labels == label)
+        near = int(np.argmin(to_main[rows, cols]))
+        start = (int(cols[near]), int(rows[near]))
+        end = int(np.argmin(np.hypot(main_cols - start[0], main_rows - start[1])))
+        cv2.line(out, start, (int(main_cols[end]), int(main_rows[end])), 1, max(1, round(width)))
+    return out.astype(bool)
+
+
+def _without_specks(mask: np.ndarray, area: float) -> np.ndarray:
+    """(H, W) bool `mask` less its 8-connected pieces smaller than `area` px."""
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(
+        mask.astype(np.uint8), connectivity=8
+    )
+    small = stats[:, cv2.CC_STAT_AREA] < area
+    small[0] = False
+    return mask & ~small[labels]
+
+
+def piece_count(mask: np.ndarray) -> int:
+    """How many 8-connected pieces (H, W) bool `mask` is in."""
+    return cv2.connectedComponents(mask.astype(np.uint8), connectivity=8)[0] - 1
+
+
+def _on(mask: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """(N,) bool: which of `points` (N, 2) x, y lie on `mask`."""
+    xy = np.round(points).astype(int)
+    height, width = mask.shape
+    inside = (xy[:, 0] >= 0) & (xy[:, 0] < width) & (xy[:, 1] >= 0) & (xy[:, 1] < height)
+    on = np.zeros(len(xy), bool)
+    on[inside] = mask[xy[inside, 1], xy[inside, 0]]
+    return on
+
+
+def points_on(mask: np.ndarray, points: np.ndarray) -> int:
+    """How many of `points` (N, 2) x, y lie on `mask`."""
+    return int(np.count_nonzero(_on(mask, points)))
 
 
 def _largest(mask: np.ndarray) -> np.ndarray:

@@ -29,9 +29,12 @@ from animation import morph
 from animation.figure_mask import (
     FigureJoints,
     FinishedMask,
+    edge_on_ink,
     fill_holes,
     finish_mask,
     outlines_around_joints,
+    piece_count,
+    points_on,
 )
 from animation.mask_warnings import WARNINGS
 from animation.paper import InkMap, ink_map
@@ -92,7 +95,7 @@ def figure_mask(
 ) -> FinishedMask:
     """The mask the rig gets, with its warnings and its source: OpenCV's from the (H, W, 3)
     uint8 crop, or, given the segmenter's `learned` (H, W) bool mask, the one `choose`
-    picks of the two; finished either way.
+    picks of the two; finished either way, its edge on the ink (`edge_on_ink`).
 
     `budget_s`: the CPU seconds this may spend (None: no limit). The segmenter's mask is
     finished first; past the budget it is the answer, with the warning `over_budget`,
@@ -105,9 +108,11 @@ def figure_mask(
     if learned is not None:
         model = finish_mask(np.asarray(learned, bool), rgb, figure, ink=ink, learned=True)
         if budget_s is not None and time.process_time() - start > budget_s:
-            return replace(model, warnings=(*model.warnings, "over_budget"))
+            edged = edge_on_ink(model.mask, ink.ink, figure)
+            return replace(model, mask=edged, warnings=(*model.warnings, "over_budget"))
     drawn = finish_mask(drawn_regions(ink, figure), rgb, figure, ink=ink)
-    return drawn if model is None else choose(drawn, model, figure)
+    chosen = drawn if model is None else choose(drawn, model, figure)
+    return replace(chosen, mask=edge_on_ink(chosen.mask, ink.ink, figure))
 
 
 def choose(
@@ -131,23 +136,11 @@ def _trimmed(drawn: FinishedMask, learned: np.ndarray, figure: FigureJoints | No
     trimmed = mask & ~(rim & ~morph.dilate(learned, REACH_PX))
     if np.count_nonzero(trimmed) == np.count_nonzero(mask):
         return drawn
-    if _pieces(trimmed) > _pieces(mask):
+    if piece_count(trimmed) > piece_count(mask):
         return drawn
-    if figure is not None and _holds(trimmed, figure.points) < _holds(mask, figure.points):
+    if figure is not None and points_on(trimmed, figure.points) < points_on(mask, figure.points):
         return drawn
     return FinishedMask(trimmed, drawn.warnings, drawn.source)
-
-
-def _pieces(mask: np.ndarray) -> int:
-    return cv2.connectedComponents(mask.astype(np.uint8), connectivity=8)[0] - 1
-
-
-def _holds(mask: np.ndarray, points: np.ndarray) -> int:
-    """How many of `points` (N, 2) x, y lie on `mask`."""
-    xy = np.round(points).astype(int)
-    height, width = mask.shape
-    on = (xy[:, 0] >= 0) & (xy[:, 0] < width) & (xy[:, 1] >= 0) & (xy[:, 1] < height)
-    return int(np.count_nonzero(mask[xy[on, 1], xy[on, 0]]))
 
 
 def _severity(warnings: tuple[str, ...]) -> tuple[int, bool]:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from animation.figure_mask import FigureJoints, FinishedMask, finish_mask
+from animation.figure_mask import (
+    FigureJoints,
+    FinishedMask,
+    edge_on_ink,
+    finish_mask,
+    with_ad_margin,
+)
+from animation.paper import ink_map
 from animation.segment import AGREE_IOU, choose, figure_mask
 
 
@@ -72,7 +79,8 @@ def test_figure_mask_says_which_source_it_used():
     joints = np.array([[60.0, 30.0], [60.0, 90.0]])
     alone = figure_mask(rgb, joints)
     assert alone.source == "opencv"
-    agreeing = figure_mask(rgb, joints, learned=alone.mask)
+    # A segmenter's mask carries the margin AnimatedDrawings' masks have round the ink.
+    agreeing = figure_mask(rgb, joints, learned=with_ad_margin(alone.mask))
     assert agreeing.source == "opencv" and (agreeing.mask == alone.mask).all()
     elsewhere = np.zeros_like(alone.mask)
     elsewhere[10:110, 5:115] = True  # most of the crop: disagrees, and warns figure_huge
@@ -88,7 +96,8 @@ def test_past_its_budget_the_segmenters_mask_is_taken_as_it_is_and_said_so():
     assert figure_mask(rgb, joints, learned=learned, budget_s=10.0).source == "opencv"
     spent = figure_mask(rgb, joints, learned=learned, budget_s=0.0)
     assert spent.source == "learned" and spent.warnings[-1] == "over_budget"
-    assert (spent.mask == finish_mask(learned, rgb, joints, learned=True).mask).all()
+    finished = finish_mask(learned, rgb, joints, learned=True).mask
+    assert (spent.mask == edge_on_ink(finished, ink_map(rgb).ink, FigureJoints.of(joints))).all()
     # Without the segmenter's mask OpenCV's is the only sound one: made whatever the budget.
     alone = figure_mask(rgb, joints, budget_s=0.0)
     assert alone.source == "opencv" and "over_budget" not in alone.warnings

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from animation import morph
-from animation.figure_mask import FigureJoints, finish_mask
+from animation.figure_mask import FigureJoints, edge_on_ink, finish_mask, with_ad_margin
 from animation.mask_warnings import WARNINGS
 from animation.skeleton import COCO_KEYPOINTS, JOINTS, Skeleton
 from tests.support import pages
@@ -250,3 +250,34 @@ def test_specks_far_from_the_figure_are_not_joined_but_an_eye_dot_is(stick):
     assert not finished.mask[morph.dilate(trail, 1) & ~morph.dilate(mask, 4)].any()
     assert finished.mask[eye].all()
     assert _pieces(finished.mask) == 1
+
+
+def test_the_edge_is_put_on_the_ink_and_an_outlines_inside_stays():
+    # A ring drawn as an outline and a bar, in a mask with 3 px of paper round both (a
+    # segmenter's margin at a photo's resolution): the paper goes, the ring's inside stays.
+    inked = np.zeros((120, 160), bool)
+    cv2.circle(inked.view(np.uint8), (50, 60), 30, 1, 3)
+    inked[30:90, 110:116] = True
+    inked[58:62, 80:110] = True  # the ring and the bar joined by a drawn line
+    mask = morph.dilate(morph.fill_holes(inked), 3)
+    edged = edge_on_ink(mask, inked)
+    assert not (edged & ~morph.dilate(inked | morph.fill_holes(inked), 1.5)).any()
+    assert edged[morph.fill_holes(inked)].all()  # every stroke, and the ring's inside
+    assert _pieces(edged) == 1
+
+
+def test_paper_that_holds_the_figure_together_or_holds_a_joint_stays():
+    # Two strokes 10 px apart that the mask joins across paper, and a joint placed on the
+    # margin: both stay on the mask, which stays one piece.
+    inked = np.zeros((100, 160), bool)
+    inked[45:55, 10:70] = True
+    inked[45:55, 80:150] = True
+    mask = morph.dilate(inked, 4)
+    mask[44:56, 60:90] = True  # the bridge
+    figure = FigureJoints.of(np.array([[20.0, 50.0], [140.0, 50.0], [30.0, 42.0]]))
+    edged = edge_on_ink(mask, inked, figure)
+    assert _pieces(edged) == 1
+    assert _inside(edged, figure.points).all()
+    assert edged.sum() < mask.sum()  # the rest of the margin went
+    # Scored against a mask drawn as AnimatedDrawings' are, it gets that margin back.
+    assert with_ad_margin(edged).sum() > edged.sum()

@@ -7,6 +7,7 @@ the team drew them, so they say how the OpenCV path does on drawings it was not 
 import numpy as np
 import pytest
 
+from animation.figure_mask import with_ad_margin
 from animation.segment import figure_mask
 from animation.tools.segment_eval import dev_characters, joints_inside, mask_iou
 from tests.support.real_photos import real_dev
@@ -17,7 +18,9 @@ def results():
     out = {}
     for c in dev_characters(real_dev()):
         mask = figure_mask(c.rgb, c.joints).mask
-        out[c.name] = (mask_iou(mask, c.truth), joints_inside(mask, c.joints.points))
+        # AnimatedDrawings' masks lie a margin outside the ink; ours ends on it.
+        iou = mask_iou(with_ad_margin(mask), c.truth)
+        out[c.name] = (iou, joints_inside(mask, c.joints.points))
     assert len(out) >= 6, sorted(out)
     return out
 

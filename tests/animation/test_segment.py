@@ -6,7 +6,7 @@ import pytest
 
 from animation import morph
 from animation.crop import crop_box
-from animation.figure_mask import FRINGE_PX, fill_holes
+from animation.figure_mask import fill_holes
 from animation.segment import segment_figure
 from tests.support import pages
 from tests.support.images import drawing
@@ -24,11 +24,11 @@ def _crop(sample):
 
 
 def _as_a_mask_should_be(label: np.ndarray) -> np.ndarray:
-    """The generator's label (the figure's ink) closed, filled and given the mask's margin."""
+    """The generator's label (the figure's ink) closed and filled: the mask ends on the ink."""
     k = max(3, min(label.shape) // 40) | 1
     kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k))
     closed = cv2.morphologyEx(label.astype(np.uint8), cv2.MORPH_CLOSE, kernel) > 0
-    return morph.dilate(fill_holes(closed), FRINGE_PX)
+    return fill_holes(closed)
 
 
 def _joints_inside(mask: np.ndarray, page: pages.Page) -> bool:
@@ -99,7 +99,7 @@ def test_faint_figure_on_grey_paper_with_a_shadow_gets_no_paper_blob():
         2, width=2, ink_rgb=(120, 120, 130), paper_rgb=(190, 190, 188), shadow=0.45, falloff=0.3
     )
     mask = segment_figure(page.rgb, page.skeleton)
-    paper = mask & ~morph.dilate(page.figure, FRINGE_PX + 2)
+    paper = mask & ~morph.dilate(page.figure, 2)
     assert paper.sum() < 0.03 * mask.sum()  # today: the shadow's edge, bigger than the figure
     assert mask[page.limbs].mean() > 0.97
     assert _joints_inside(mask, page)

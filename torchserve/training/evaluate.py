@@ -44,6 +44,7 @@ from PIL import Image
 
 from animation.crop import margin_lost, whole_drawing, without_paper
 from animation.figure import Crop
+from animation.figure_mask import with_ad_margin
 from animation.paper import light_page
 from animation.segment import figure_mask
 from animation.skeleton import JOINT_INDEX, JOINTS, Skeleton
@@ -156,10 +157,13 @@ def three_masks(
     piece: np.ndarray, joints: object, pads: tuple[int, int, int, int] = (0, 0, 0, 0)
 ) -> tuple[np.ndarray, ...]:
     """The (H, W) bool masks of one crop per PATHS; `joints` in the crop's pixels; the
-    segmenter sees ``pads`` of paper round the crop."""
+    segmenter sees ``pads`` of paper round the crop. The truths scored here (the
+    generator's, AnimatedDrawings') carry a margin round the ink that the served masks do
+    not: those are given it (`with_ad_margin`), the segmenter's has it already."""
     learned = segment(piece, pads)
     page = light_page(piece)  # as `figure.choose_mask` finds the mask
-    return learned, figure_mask(page, joints).mask, figure_mask(page, joints, learned).mask
+    drawn, served = figure_mask(page, joints).mask, figure_mask(page, joints, learned).mask
+    return learned, with_ad_margin(drawn), with_ad_margin(served)
 
 
 def _seen(piece: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
