@@ -31,7 +31,7 @@ WARNINGS: dict[str, str] = {
     "limb_kept_still": "a limb's joints do not lie along a drawn limb; it is kept still",
     # The figure stage ran past its CPU budget (the gateway's FIGURE_BUDGET_S).
     "over_budget": "finding the figure took longer than allowed: its last checks were skipped "
-    "(the segmenter's mask used as it is, no second crop)",
+    "(the segmenter's mask used without OpenCV's, no second crop)",
 }
 TINY_SHARE, HUGE_SHARE = 0.02, 0.90  # of the crop's area
 OUTLINE_ON_INK = 0.5  # least share of the outline that lies on or next to ink
