@@ -11,7 +11,8 @@ onto a shadow. The joints say where the figure is, so they decide:
 0. on a learned mask, the inside of an outline round the skeleton is added where the
    segmenter left it out (a broken outline closed by up to OUTLINE_GAP);
 1. paper is dropped (OpenCV's mask): broad patches with no ink near them that no inked
-   outline encloses;
+   outline encloses; so are bands the mask fills across the crop's edge (the table
+   beyond the page, where the photo ends);
 2. the pieces that hold a joint, or that a bone (a joint-to-parent segment) runs through,
    are the figure, and so are hand-sized pieces at a limb's end and things on the head;
    every other piece is dropped;
@@ -64,6 +65,7 @@ DEEP = 0.75  # a joint or bone holds a core where it lies this deep in it, of NE
 # the same margin to be compared with the segmenter's; `edge_on_ink` takes it off the
 # mask chosen, and `with_ad_margin` puts it back to score a mask against such truths.
 AD_MARGIN_PX = 2
+EDGE_BAND = 0.9  # of a crop edge's length: a band the mask fills that far is not the figure
 EDGE_CLOSING = 1.5  # px: the grain of a crayon's stroke, closed after the paper round it goes
 EDGE_DEPTH, EDGE_DEPTH_PX = 1 / 200, 3  # the rim checked for paper: of the crop's longer
 # side, at least so many px (a segmenter's pixel is 1/256 of it: its margin is 1-2 of them)
@@ -206,8 +208,8 @@ def finish_mask(
     keeps the largest piece and skips every joint rule. `ink`: the crop's `ink_map`, if
     the caller has it already. `learned`: the mask is the segmenter's, which already says
     what is paper and carries the margin (it learned both from AnimatedDrawings-style
-    masks): steps 1 and 6 are skipped (with them its masks matched the annotated ones
-    worse, on held-out synthetic drawings and on real-dev).
+    masks): step 1's broad patches and step 7 are skipped (with the first its masks
+    matched the annotated ones worse, on held-out synthetic drawings and on real-dev).
     """
     if mask.shape != rgb.shape[:2]:
         raise ValueError(f"mask {mask.shape} does not match the image {rgb.shape[:2]}")
@@ -215,6 +217,7 @@ def finish_mask(
     figure = FigureJoints.of(joints) if joints is not None else None
     inked = ink.ink
     out = mask.astype(bool) if learned else _drop_paper(mask.astype(bool), inked, ink.stroke_width)
+    out = _drop_edge_bands(out)
     if learned and figure is not None:
         # The inside of an outline round the skeleton, which the segmenter left out where
         # the outline is faint or broken (a body on blue paper, pencil legs): OpenCV's
@@ -339,6 +342,22 @@ def _on(mask: np.ndarray, points: np.ndarray) -> np.ndarray:
 def points_on(mask: np.ndarray, points: np.ndarray) -> int:
     """How many of `points` (N, 2) x, y lie on `mask`."""
     return int(np.count_nonzero(_on(mask, points)))
+
+
+def _drop_edge_bands(mask: np.ndarray) -> np.ndarray:
+    """`mask` less the rows or columns at the crop's edges it fills across (EDGE_BAND of
+    their length or more), up to the first it does not.
+
+    The crop is the figure's box with a margin; a row at its edge that the mask fills
+    from side to side is the table beyond the page, the page's edge or its shadow, cut
+    off where the photo ends, and a figure that touches it drags it along as a slab.
+    """
+    out = mask.copy()
+    for rows in (out, out[::-1], out.T, out.T[::-1]):  # views: top, bottom, left, right
+        full = rows.mean(axis=1) >= EDGE_BAND
+        if not full.all():  # a mask over the whole crop is left for the warnings to name
+            rows[: int(np.argmin(full))] = False
+    return out
 
 
 def _largest(mask: np.ndarray) -> np.ndarray:

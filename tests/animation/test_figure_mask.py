@@ -281,3 +281,20 @@ def test_paper_that_holds_the_figure_together_or_holds_a_joint_stays():
     assert edged.sum() < mask.sum()  # the rest of the margin went
     # Scored against a mask drawn as AnimatedDrawings' are, it gets that margin back.
     assert with_ad_margin(edged).sum() > edged.sum()
+
+
+def test_a_band_the_mask_fills_across_the_crops_edge_is_not_the_figure(stick):
+    # The table beyond the page where the photo ends (real photo 01): a dark band along the
+    # crop's bottom edge that a foot touches came along with the figure as a slab.
+    rgb = stick.rgb.copy()
+    rgb[-8:] = 40
+    ys, xs = np.nonzero(stick.figure)
+    foot = ys.argmax()
+    rgb[ys[foot] : SIZE, xs[foot] - 2 : xs[foot] + 3] = 40  # the foot runs into it
+    mask = morph.dilate(stick.figure, 2)
+    mask[-8:] = True
+    mask[ys[foot] :, xs[foot] - 2 : xs[foot] + 3] = True
+    finished = finish_mask(mask, rgb, stick.skeleton)
+    assert finished.mask[-8:].mean() < 0.05
+    assert finished.mask[stick.figure].mean() > 0.97
+    assert _pieces(finished.mask) == 1
