@@ -267,13 +267,13 @@ def test_the_edge_is_put_on_the_ink_and_an_outlines_inside_stays():
 
 
 def test_paper_that_holds_the_figure_together_or_holds_a_joint_stays():
-    # Two strokes 10 px apart that the mask joins across paper, and a joint placed on the
-    # margin: both stay on the mask, which stays one piece.
+    # Two strokes 10 px apart that the mask joins across paper by a thin bridge, and a
+    # joint placed on the margin: both stay on the mask, which stays one piece.
     inked = np.zeros((100, 160), bool)
     inked[45:55, 10:70] = True
     inked[45:55, 80:150] = True
     mask = morph.dilate(inked, 4)
-    mask[44:56, 60:90] = True  # the bridge
+    mask[48:52, 60:90] = True  # the bridge, all of it in the rim
     figure = FigureJoints.of(np.array([[20.0, 50.0], [140.0, 50.0], [30.0, 42.0]]))
     edged = edge_on_ink(mask, inked, figure)
     assert _pieces(edged) == 1
