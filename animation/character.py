@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import cv2
@@ -10,6 +10,7 @@ import numpy as np
 import yaml
 from PIL import Image
 
+from animation import morph
 from animation.skeleton import Skeleton
 
 
@@ -89,6 +90,7 @@ def save_character(character: Character, folder: str | Path) -> None:
 # pixels), and the files and their colour error barely change (docs/BENCHMARKS.md, section
 # output-scale).
 OUTPUT_OVERSAMPLE = 1.5
+STROKE_FLOOR = 0.5  # of an output pixel: see `with_stroke_floor`
 
 
 def resampled(character: Character, factor: float) -> Character:
@@ -104,6 +106,18 @@ def resampled(character: Character, factor: float) -> Character:
     # Pixel centres: x + 0.5 scales, as OpenCV's resize maps them.
     rest = (character.skeleton.rest + 0.5) * [new_w / width, new_h / height] - 0.5
     return Character(texture=texture, mask=coverage >= 64, skeleton=Skeleton(rest))
+
+
+def with_stroke_floor(character: Character, size: int) -> Character:
+    """The character with its mask grown by STROKE_FLOOR of an output pixel, at least a
+    pixel, for an output `size` px on its longest side.
+
+    The service's masks end on the ink: a stroke a pixel or two wide, drawn at an output
+    pixel or less, breaks into dots that come loose from frame to frame.
+    """
+    _, _, w, h = cv2.boundingRect(character.mask.astype(np.uint8))
+    radius = max(1.0, STROKE_FLOOR * max(w, h) / size)
+    return replace(character, mask=morph.dilate(character.mask, radius))
 
 
 def for_output(character: Character, size: int, oversample: float = OUTPUT_OVERSAMPLE) -> Character:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from animation.character import Character, for_output
+from animation.character import Character, for_output, with_stroke_floor
 from animation.crop import crop_box, margin_lost, paper_beyond, whole_drawing, without_paper
 from animation.figure_mask import FigureJoints, FinishedMask
 from animation.paper import light_page
@@ -153,7 +153,7 @@ def rig_for(character: Character, size: int) -> Rig:
     """The character's rig, built at the finest resolution an output `size` px long can
     show; NoFigure when it cannot be rigged (no outline to mesh)."""
     try:
-        return build_rig(for_output(character, size))
+        return build_rig(for_output(with_stroke_floor(character, size), size))
     except ValueError as exc:
         raise NoFigure(f"the drawing could not be rigged: {exc}") from exc
 

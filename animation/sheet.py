@@ -18,11 +18,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from animation.character import Character, for_output, load_character
+from animation.character import Character, load_character
 from animation.distortion import measure
+from animation.figure import rig_for
 from animation.motions import Motion
 from animation.rasterise import rasterise
-from animation.render import Rig, build_rig, frame_geometry
+from animation.render import Rig, frame_geometry
 from animation.retarget import retarget
 from animation.timing import frame_schedule
 
@@ -83,7 +84,7 @@ def character_row(
     fps: float = 15.0,
 ) -> Row:
     """The cells of one drawing: photo, rest, and two per motion."""
-    rig = build_rig(for_output(character, cell))
+    rig = rig_for(character, cell)  # as the service rigs it
     cells, captions = [], []
     if photo is not None:
         thumb = photo.convert("RGB")

@@ -1,12 +1,14 @@
 """A character resampled to what an output of a given size can show (`for_output`)."""
 
 import io
+from dataclasses import replace
 
 import cv2
 import numpy as np
 from PIL import Image
 
 from animation.character import OUTPUT_OVERSAMPLE, Character, for_output, resampled
+from animation.figure import rig_for
 from animation.motions import load_motion
 from animation.render import RenderOptions, build_rig, render_motion
 from animation.skeleton import Skeleton
@@ -78,3 +80,24 @@ def test_frames_from_the_resampled_rig_match_the_full_one():
     # an output pixel (measured: median 1, 11 % of the pixels by over 40 levels at 128 px).
     assert np.median(diff) <= 2
     assert (diff > 40).mean() < 0.2
+
+
+def test_the_services_rig_draws_a_stroke_thinner_than_an_output_pixel_whole():
+    # The service's masks end on the ink: a stick 1 px wide held in a hand of a figure three
+    # times the output's size is a fraction of an output pixel wide, and was drawn as dots
+    # that came loose from frame to frame (real photo 10's pencil legs). The rig the service
+    # builds (`rig_for`) draws the figure's mask with a floor of half an output pixel.
+    big = photographed(height=900).character
+    mask, texture = big.mask.copy(), big.texture.copy()
+    stick = np.zeros(mask.shape, np.uint8)
+    cv2.line(stick, (613, 440), (560, 760), 1, 1)  # a pencil line, 1 px wide, slanting
+    mask |= stick > 0
+    texture[stick > 0, :3] = 40
+    held = replace(big, mask=mask, texture=texture)
+    options = RenderOptions(size=256, max_frames=12)
+    data = render_motion(rig_for(held, options.size), load_motion("dab"), options)
+    with Image.open(io.BytesIO(data)) as gif:
+        for index in range(gif.n_frames):
+            gif.seek(index)
+            drawn = (np.asarray(gif.convert("RGBA"))[..., 3] > 0).astype(np.uint8)
+            assert cv2.connectedComponents(drawn, connectivity=8)[0] - 1 == 1, index
