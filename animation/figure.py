@@ -14,7 +14,7 @@ The steps, each a function of numpy arrays (pixels are the photo's unless said):
    the crop into an outline that goes on past it), the box of the whole drawing, to crop
    again (`crop.whole_drawing`).
 4. `character_of`: texture, mask and skeleton -> a `Character`; `rig_for`: its rig at the
-   resolution an output can show.
+   resolution an output can show, its strokes at least an output pixel wide.
 
 `character_from_photo` runs them for a photo whose joints are known, with its outline or its
 box. The gateway runs the same steps around its model calls (gateway/rendering/); a drawing
@@ -151,7 +151,8 @@ def character_of(crop: np.ndarray, keypoints: np.ndarray, mask: np.ndarray) -> C
 
 def rig_for(character: Character, size: int) -> Rig:
     """The character's rig, built at the finest resolution an output `size` px long can
-    show; NoFigure when it cannot be rigged (no outline to mesh)."""
+    show, its mask given the stroke floor of that output (`with_stroke_floor`); NoFigure
+    when it cannot be rigged (no outline to mesh)."""
     try:
         return build_rig(for_output(with_stroke_floor(character, size), size))
     except ValueError as exc:
