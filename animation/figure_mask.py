@@ -288,30 +288,26 @@ def edge_on_ink(
             kept[y, x] = True
     if kept.any():
         trimmed = _without_specks(trimmed | (morph.dilate(kept, 2 * depth) & paper_rim), speck)
-    if piece_count(trimmed) > piece_count(mask):
+    pieces = piece_count(mask)
+    if piece_count(trimmed) > pieces:
         trimmed |= _bridges(trimmed, depth) & mask  # pieces joined by paper stay joined
-    if piece_count(trimmed) > piece_count(mask):
-        return mask
+        if piece_count(trimmed) > pieces:
+            return mask
     if figure is not None and points_on(trimmed, figure.points) < points_on(mask, figure.points):
         return mask
     return trimmed
 
 
 def _bridges(mask: np.ndarray, width: float) -> np.ndarray:
-    """(H, W) bool: a strip `width` px wide from each piece of `mask` but its largest to
-    the largest, between their nearest points."""
-    main = _largest(mask)
-    to_main = cv2.distanceTransform((~main).astype(np.uint8), cv2.DIST_L2, 3)
-    main_rows, main_cols = np.nonzero(main)
-    count, labels = cv2.connectedComponents((mask & ~main).astype(np.uint8), connectivity=8)
+    """(H, W) bool: strips `width` px wide that join the pieces of `mask` into one, at
+    their nearest points, shortest first (`_nearest_pairs`)."""
+    count, labels = cv2.connectedComponents(mask.astype(np.uint8), connectivity=8)
+    groups = _Groups(np.ones(count))
     out = np.zeros(mask.shape, np.uint8)
-    for label in range(1, count):
-        rows, cols = np.nonzero(labels == label)
-        near = int(np.argmin(to_main[rows, cols]))
-        start = (int(cols[near]), int(rows[near]))
-        end = int(np.argmin(np.hypot(main_cols - start[0], main_rows - start[1])))
-        cv2.line(out, start, (int(main_cols[end]), int(main_rows[end])), 1, max(1, round(width)))
-    return out.astype(bool)
+    for _, a, b, p, q in _nearest_pairs(labels):
+        if groups.join(a, b):
+            cv2.line(out, _px(p), _px(q), 1, max(1, round(width)))
+    return out > 0
 
 
 def _without_specks(mask: np.ndarray, area: float) -> np.ndarray:
@@ -331,12 +327,7 @@ def piece_count(mask: np.ndarray) -> int:
 
 def _on(mask: np.ndarray, points: np.ndarray) -> np.ndarray:
     """(N,) bool: which of `points` (N, 2) x, y lie on `mask`."""
-    xy = np.round(points).astype(int)
-    height, width = mask.shape
-    inside = (xy[:, 0] >= 0) & (xy[:, 0] < width) & (xy[:, 1] >= 0) & (xy[:, 1] < height)
-    on = np.zeros(len(xy), bool)
-    on[inside] = mask[xy[inside, 1], xy[inside, 0]]
-    return on
+    return _labels_at(mask, points) > 0
 
 
 def points_on(mask: np.ndarray, points: np.ndarray) -> int:

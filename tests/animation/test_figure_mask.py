@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from animation import morph
-from animation.figure_mask import FigureJoints, edge_on_ink, finish_mask, with_ad_margin
+from animation.figure_mask import FigureJoints, edge_on_ink, finish_mask
 from animation.mask_warnings import WARNINGS
 from animation.skeleton import COCO_KEYPOINTS, JOINTS, Skeleton
 from tests.support import pages
@@ -279,8 +279,6 @@ def test_paper_that_holds_the_figure_together_or_holds_a_joint_stays():
     assert _pieces(edged) == 1
     assert _inside(edged, figure.points).all()
     assert edged.sum() < mask.sum()  # the rest of the margin went
-    # Scored against a mask drawn as AnimatedDrawings' are, it gets that margin back.
-    assert with_ad_margin(edged).sum() > edged.sum()
 
 
 def test_a_band_the_mask_fills_across_the_crops_edge_is_not_the_figure(stick):

@@ -178,33 +178,38 @@ def score_photos(
 
 
 def score_real_dev(
-    url: str, folder: Path, api_key: str | None, margin: bool = True
-) -> list[PhotoScore]:
-    """Each real-dev crop posted as it is, against its own mask (no joints scored: its
-    skeleton is AnimatedDrawings', not COCO's). AnimatedDrawings' masks lie AD_MARGIN_PX
-    outside the ink, where the served mask ends on it: with `margin`, the answer is given
-    that margin before it is scored (`with_ad_margin`); its joints are counted without it."""
-    scores = []
+    url: str, folder: Path, api_key: str | None
+) -> tuple[list[PhotoScore], list[PhotoScore]]:
+    """Each real-dev crop posted once as it is, against its own mask (no joints scored: its
+    skeleton is AnimatedDrawings', not COCO's): (scores with the answer given
+    AnimatedDrawings' margin, `with_ad_margin`, as their masks lie AD_MARGIN_PX outside the
+    ink where the served mask ends on it; scores of the answer as served). Joints are
+    counted on the answer as served."""
+    with_margin, as_served = [], []
     for character in sorted(folder.glob("char*")):
         with Image.open(character / "mask.png") as image:
             truth = np.asarray(image.convert("L")) > 127
         answer = annotate(url, character / "texture.png", api_key)
         if answer.status != 200:
-            scores.append(PhotoScore(character.name, answer.status, answer.code))
+            refused = PhotoScore(character.name, answer.status, answer.code)
+            with_margin.append(refused)
+            as_served.append(refused)
             continue
         config = yaml.safe_load((character / "char_cfg.yaml").read_text())
         points = np.array([j["loc"] for j in config["skeleton"]], dtype=np.float64)
-        scores.append(
-            PhotoScore(
-                character.name,
-                200,
-                figure=1,
-                iou=mask_iou(with_ad_margin(answer.mask) if margin else answer.mask, truth),
-                joints_inside=share_inside(answer.mask, points),
-                pck=float("nan"),
+        inside = share_inside(answer.mask, points)
+        for scores, mask in ((with_margin, with_ad_margin(answer.mask)), (as_served, answer.mask)):
+            scores.append(
+                PhotoScore(
+                    character.name,
+                    200,
+                    figure=1,
+                    iou=mask_iou(mask, truth),
+                    joints_inside=inside,
+                    pck=float("nan"),
+                )
             )
-        )
-    return scores
+    return with_margin, as_served
 
 
 def summary(scores: list[PhotoScore]) -> dict[str, float]:
@@ -321,8 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no photos at {args.photos}: pass --photos", file=sys.stderr)
         return 1
     photo_scores = score_photos(args.url, args.photos, truths, args.api_key)
-    dev_scores = score_real_dev(args.url, args.real_dev, args.api_key)
-    dev_as_served = score_real_dev(args.url, args.real_dev, args.api_key, margin=False)
+    dev_scores, dev_as_served = score_real_dev(args.url, args.real_dev, args.api_key)
     text = report(photo_scores, dev_scores, dev_as_served)
     print(text)
     if args.write:
