@@ -81,8 +81,11 @@ FACE_REACH = 1.5
 # Paper spilled between parts (step 6): a patch counts from this share of the mask's area
 # (smaller ones are a stroke's soft edge, a gap between fingers) when it meets the outside
 # of the mask along at least SPILL_OPENING stroke widths (a pinhole in an outline is not an
-# opening) and holds no joint, no SPILL_BONE stroke widths of a bone, and no head.
-SPILL_SHARE, SPILL_OPENING, SPILL_BONE = 0.01, 2.0, 2.0
+# opening) and holds no joint, no SPILL_BONE stroke widths of a bone (the girdle's aside:
+# `_GIRDLE`), and no head. A joint holds it from SPILL_JOINT_DEPTH broad stroke widths
+# inside it: one nearer its rim is the stroke's there, placed a little off it (a stick
+# hand's wrist; real photo 33), and keeps only the paper that near it.
+SPILL_SHARE, SPILL_OPENING, SPILL_BONE, SPILL_JOINT_DEPTH = 0.01, 2.0, 2.0, 2.0
 # The gaps closed in an outline round the skeleton on a learned mask (step 0), of the crop's
 # short side, at least OUTLINE_GAP_PX: twice OpenCV's (`segment.MAX_CLOSING`). Faint pencil
 # legs and a cape on the real photos have skips that long (photo 22: IoU 0.66 -> 0.79 at
@@ -97,6 +100,7 @@ class FigureJoints:
     points: np.ndarray  # (N, 2) float64 [x, y]
     bones: np.ndarray  # (B, 2) int64: indices into `points`, child and parent
     head: int = -1  # index of the head's joint (the skeleton's "neck", on the nose); -1: none
+    girdle: frozenset[int] = frozenset()  # indices into `bones`: spine to a shoulder
 
     @classmethod
     def of(cls, joints: Skeleton | np.ndarray | FigureJoints) -> FigureJoints:
@@ -107,12 +111,14 @@ class FigureJoints:
         if isinstance(joints, FigureJoints):
             return joints
         if isinstance(joints, Skeleton):
-            return cls(joints.rest, _SKELETON_BONES, JOINT_INDEX["neck"])
+            return cls(joints.rest, _SKELETON_BONES, JOINT_INDEX["neck"], _GIRDLE)
         points = np.asarray(joints, dtype=np.float64)
         if points.ndim != 2 or points.shape[1] < 2:
             raise ValueError(f"joints must be (N, 2) or (N, 3), got shape {points.shape}")
         if points.shape[0] == len(COCO_KEYPOINTS):
-            return cls(Skeleton.from_coco(points).rest, _SKELETON_BONES, JOINT_INDEX["neck"])
+            return cls(
+                Skeleton.from_coco(points).rest, _SKELETON_BONES, JOINT_INDEX["neck"], _GIRDLE
+            )
         return cls(points[:, :2], np.zeros((0, 2), np.int64))
 
     @classmethod
@@ -127,7 +133,8 @@ class FigureJoints:
             raise ValueError(f"malformed char_cfg skeleton: {exc}") from exc
         bones = [(a, b) for a, b in bones if np.linalg.norm(points[a] - points[b]) > 0]
         bones = np.array(bones, np.int64).reshape(-1, 2)
-        return cls(points.reshape(-1, 2), bones, index.get("neck", -1))
+        girdle = frozenset(k for k, (a, _) in enumerate(bones) if names[a] in _GIRDLE_JOINTS)
+        return cls(points.reshape(-1, 2), bones, index.get("neck", -1), girdle)
 
     @cached_property
     def bone_samples(self) -> list[np.ndarray]:
@@ -186,6 +193,10 @@ class FigureJoints:
 _SKELETON_BONES = np.array(
     [(i, p) for i, p in enumerate(PARENT_INDEX) if p >= 0 and JOINTS[i] != "hip"], np.int64
 )  # hip sits on root: a zero-length bone says nothing
+# The bones from the spine out to where a limb starts. A stick figure's shoulders sit at
+# its arms' roots, off the body's line, so these cross the paper between arm and body.
+_GIRDLE_JOINTS = ("left_shoulder", "right_shoulder")
+_GIRDLE = frozenset(k for k, (a, _) in enumerate(_SKELETON_BONES) if JOINTS[a] in _GIRDLE_JOINTS)
 
 
 @dataclass(frozen=True)
@@ -391,8 +402,9 @@ def _drop_spilled_paper(
     closes the bay between an arm and the body, the legs or a tail and the back; that
     paper then moves with the arm as a slab. Such a patch has no ink, meets the outside
     of the mask where nothing was drawn, and holds nothing of the skeleton; the inside of
-    a drawn body, head or dress is closed by its outline, or a bone runs through it. A
-    patch whose loss would split the figure stays.
+    a drawn body, head or dress is closed by its outline, or the spine or a limb's bone
+    runs through it (the girdle's bones cross a stick figure's bays). A patch whose loss
+    would cut off more of the figure than specks stays.
     """
     blank = mask & ~morph.dilate(inked, 1.5)  # the stroke's soft edge stays the stroke's
     count, labels = cv2.connectedComponents(blank.astype(np.uint8), connectivity=4)
@@ -407,8 +419,9 @@ def _drop_spilled_paper(
     depth = cv2.distanceTransform(blank.astype(np.uint8), cv2.DIST_L2, 3)
     core = np.where(depth >= broad, labels, 0)
     bone_px = np.zeros(count)
-    for samples in figure.bone_samples:
-        bone_px += np.bincount(_labels_at(core, samples).clip(0), minlength=count)
+    for k, samples in enumerate(figure.bone_samples):
+        if k not in figure.girdle:
+            bone_px += np.bincount(_labels_at(core, samples).clip(0), minlength=count)
     candidate = (
         (area >= SPILL_SHARE * np.count_nonzero(mask))
         & (opening >= SPILL_OPENING * stroke_width)
@@ -416,7 +429,8 @@ def _drop_spilled_paper(
         & (bone_px < SPILL_BONE * stroke_width)
     )
     candidate[0] = False
-    candidate[_labels_at(labels, figure.points).clip(0)] = False
+    held = np.where(depth >= SPILL_JOINT_DEPTH * broad, labels, 0)
+    candidate[_labels_at(held, figure.points).clip(0)] = False
     bone = figure.head_bone()
     out = mask.copy()
     for label in np.flatnonzero(candidate):
@@ -428,8 +442,14 @@ def _drop_spilled_paper(
                 head - chest
             ):
                 continue  # inside a hat or hair drawn round the head
-        kept = out & ~patch
-        if cv2.connectedComponents(kept.astype(np.uint8), connectivity=8)[0] == 2:
+        # A joint near its rim keeps the paper round it, as deep as it would hold the patch.
+        joints = np.zeros(mask.shape, bool)
+        for x, y in np.round(figure.points[_on(patch, figure.points)]).astype(int):
+            joints[y, x] = True
+        dropped = patch & ~morph.dilate(joints, SPILL_JOINT_DEPTH * broad)
+        # Grain in the patch comes loose with it and goes too; a part cut off stays joined.
+        kept = _without_specks(out & ~dropped, (2 * broad) ** 2)
+        if piece_count(kept) == 1:
             out = kept
     return out
 
