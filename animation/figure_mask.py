@@ -59,6 +59,10 @@ NECK_RADIUS = 0.05  # of the skeleton's size: a blob joined through a neck thinn
 HAND_REACH = 0.5  # ... unless it lies this close to a hand or foot, in its bone's lengths,
 HAND_SIZE = 0.3  # and is no bigger than a hand: this radius, in the same lengths
 HEAD_REACH = 2.5  # ... or on the head: this close to its joint, in its bone's lengths
+# ... or, in a segmenter's mask, at the end of a leg and no bigger than a drawn shoe: this
+# close and this radius in the shin's lengths (children draw big shoes on short legs; the
+# segmenter took them for the figure, OpenCV's mask takes whatever touches it).
+FOOT_REACH, FOOT_SIZE = 0.75, 0.75
 DEEP = 0.75  # a joint or bone holds a core where it lies this deep in it, of NECK_RADIUS
 # AnimatedDrawings' masks lie this far outside the ink (px), and so do the synthetic
 # generator's, made like them, and the segmenter's, learned from those. OpenCV's mask gets
@@ -101,6 +105,7 @@ class FigureJoints:
     bones: np.ndarray  # (B, 2) int64: indices into `points`, child and parent
     head: int = -1  # index of the head's joint (the skeleton's "neck", on the nose); -1: none
     girdle: frozenset[int] = frozenset()  # indices into `bones`: spine to a shoulder
+    feet: frozenset[int] = frozenset()  # indices into `points`: the ends of the legs
 
     @classmethod
     def of(cls, joints: Skeleton | np.ndarray | FigureJoints) -> FigureJoints:
@@ -111,14 +116,13 @@ class FigureJoints:
         if isinstance(joints, FigureJoints):
             return joints
         if isinstance(joints, Skeleton):
-            return cls(joints.rest, _SKELETON_BONES, JOINT_INDEX["neck"], _GIRDLE)
+            return cls(joints.rest, _SKELETON_BONES, JOINT_INDEX["neck"], _GIRDLE, _FEET)
         points = np.asarray(joints, dtype=np.float64)
         if points.ndim != 2 or points.shape[1] < 2:
             raise ValueError(f"joints must be (N, 2) or (N, 3), got shape {points.shape}")
         if points.shape[0] == len(COCO_KEYPOINTS):
-            return cls(
-                Skeleton.from_coco(points).rest, _SKELETON_BONES, JOINT_INDEX["neck"], _GIRDLE
-            )
+            rest = Skeleton.from_coco(points).rest
+            return cls(rest, _SKELETON_BONES, JOINT_INDEX["neck"], _GIRDLE, _FEET)
         return cls(points[:, :2], np.zeros((0, 2), np.int64))
 
     @classmethod
@@ -134,7 +138,8 @@ class FigureJoints:
         bones = [(a, b) for a, b in bones if np.linalg.norm(points[a] - points[b]) > 0]
         bones = np.array(bones, np.int64).reshape(-1, 2)
         girdle = frozenset(k for k, (a, _) in enumerate(bones) if names[a] in _GIRDLE_JOINTS)
-        return cls(points.reshape(-1, 2), bones, index.get("neck", -1), girdle)
+        feet = frozenset(index[n] for n in _FOOT_JOINTS if n in index)
+        return cls(points.reshape(-1, 2), bones, index.get("neck", -1), girdle, feet)
 
     @cached_property
     def bone_samples(self) -> list[np.ndarray]:
@@ -154,13 +159,16 @@ class FigureJoints:
             touched[_labels_at(labels, points).clip(0)] = True
         return touched
 
-    def at_the_ends(self, centroids: np.ndarray, areas: np.ndarray) -> np.ndarray:
+    def at_the_ends(
+        self, centroids: np.ndarray, areas: np.ndarray, big_feet: bool = False
+    ) -> np.ndarray:
         """(P,) bool: which shapes (P, 2) centroids, (P,) areas px) sit where a hand, a foot
         or things on the head go, though no joint or bone lies in them.
 
         At the end of a limb: within HAND_REACH of the last bone's length, no bigger than
-        HAND_SIZE of it (a mitten, a shoe; a ball is bigger). On the head: within
-        HEAD_REACH of its bone's length from its joint (ears, hair, a hat).
+        HAND_SIZE of it (a mitten, a shoe; a ball is bigger); with `big_feet`, at a foot
+        within FOOT_REACH and up to FOOT_SIZE. On the head: within HEAD_REACH of its bone's
+        length from its joint (ears, hair, a hat).
         """
         parents = set(self.bones[:, 1].tolist())
         radius = np.sqrt(np.asarray(areas, np.float64) / np.pi)
@@ -171,7 +179,12 @@ class FigureJoints:
             if a == self.head:
                 found |= distance <= HEAD_REACH * bone
             elif a not in parents:
-                found |= (distance <= HAND_REACH * bone) & (radius <= HAND_SIZE * bone)
+                reach, size = (
+                    (FOOT_REACH, FOOT_SIZE)
+                    if big_feet and a in self.feet
+                    else (HAND_REACH, HAND_SIZE)
+                )
+                found |= (distance <= reach * bone) & (radius <= size * bone)
         return found
 
     def head_bone(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -197,6 +210,8 @@ _SKELETON_BONES = np.array(
 # its arms' roots, off the body's line, so these cross the paper between arm and body.
 _GIRDLE_JOINTS = ("left_shoulder", "right_shoulder")
 _GIRDLE = frozenset(k for k, (a, _) in enumerate(_SKELETON_BONES) if JOINTS[a] in _GIRDLE_JOINTS)
+_FOOT_JOINTS = ("left_foot", "right_foot")
+_FEET = frozenset(JOINT_INDEX[n] for n in _FOOT_JOINTS)
 
 
 @dataclass(frozen=True)
@@ -239,7 +254,7 @@ def finish_mask(
         out = _largest(out)
     else:
         out = _figure_pieces(out, figure)
-        out = _cut_glued_blobs(out, figure)
+        out = _cut_glued_blobs(out, figure, big_feet=learned)
         thickness = max(3, int(round(ink.stroke_width)))
         out = _join_pieces(out, figure, thickness, ink.stroke_width)
         out = _reach_joints(out, figure, thickness)
@@ -487,8 +502,9 @@ def _figure_pieces(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
     return touched[labels]
 
 
-def _cut_glued_blobs(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
-    """`mask` less the blobs hanging off it through a narrow neck that are not the figure's.
+def _cut_glued_blobs(mask: np.ndarray, figure: FigureJoints, big_feet: bool = False) -> np.ndarray:
+    """`mask` less the blobs hanging off it through a narrow neck that are not the figure's
+    (`big_feet`: see `FigureJoints.at_the_ends`).
 
     An opening with a disc wider than a limb splits the mask at its narrow necks into
     cores (body, head, a ball...); strokes thinner than the disc vanish from the cores but
@@ -508,7 +524,7 @@ def _cut_glued_blobs(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
     # hand, the end of the forearm bone pokes into the ball's core, but only by a little.
     depth = cv2.distanceTransform(cores, cv2.DIST_L2, 3)
     held = figure.labels_touched(np.where(depth >= DEEP * radius, labels, 0), count)
-    held |= figure.at_the_ends(centroids, stats[:, cv2.CC_STAT_AREA])
+    held |= figure.at_the_ends(centroids, stats[:, cv2.CC_STAT_AREA], big_feet)
     held[0] = True
     if held.all():
         return mask

@@ -81,6 +81,23 @@ def test_a_stick_figures_bay_stays_paper_though_its_joints_are_placed_loosely(st
     assert _pieces(finished.mask) == 1
 
 
+def test_a_big_shoe_the_segmenter_drew_stays_where_opencvs_blob_goes(stick):
+    # A shoe coloured in at the end of a stick leg, joined to it through the leg's stroke,
+    # bigger than a hand (real photos 14 and 32). The segmenter's mask says the shoe is
+    # the figure, and it stays; in OpenCV's, which takes whatever touches the figure, a
+    # blob that big at the end of a limb is a thing glued on, as a ball at a hand is.
+    shoe = np.zeros(stick.figure.shape, np.uint8)
+    cv2.ellipse(shoe, (272, 364), (34, 20), 0, 0, 360, 1, -1)
+    shoe = shoe > 0
+    rgb = stick.rgb.copy()
+    rgb[shoe] = 60
+    mask = morph.dilate(stick.figure, 2) | shoe
+    learned = finish_mask(mask, rgb, stick.skeleton, learned=True)
+    assert learned.mask[shoe].mean() > 0.95
+    drawn = finish_mask(mask, rgb, stick.skeleton)
+    assert drawn.mask[shoe & ~morph.dilate(stick.figure, 6)].mean() < 0.5
+
+
 def test_the_inside_of_a_broken_outline_round_a_joint_is_added_to_a_learned_mask(stick):
     # A segmenter's mask of the strokes alone, the head's circle broken by a 4 px skip
     # (real photo 13's tail and body, pencil with skips): the inside holds the head's
