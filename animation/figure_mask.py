@@ -17,7 +17,8 @@ onto a shadow. The joints say where the figure is, so they decide:
    are the figure, and so are hand-sized pieces at a limb's end and things on the head;
    every other piece is dropped;
 3. a blob that only touches the figure at a narrow neck (a held ball, a balloon) and
-   holds no joint and no bone is cut off;
+   holds no joint and no bone is cut off; one at a foot up to a big shoe's size is kept
+   apart (`FinishedMask.feet`), for the mask chosen to get back;
 4. the figure's pieces are joined into one: along the bones first (the gap an arm block
    leaves at the shoulder lies on the upper-arm bone), else at their nearest points; a
    speck (a grainy page's grain) joins only a stroke right beside it, unless it is on
@@ -59,9 +60,9 @@ NECK_RADIUS = 0.05  # of the skeleton's size: a blob joined through a neck thinn
 HAND_REACH = 0.5  # ... unless it lies this close to a hand or foot, in its bone's lengths,
 HAND_SIZE = 0.3  # and is no bigger than a hand: this radius, in the same lengths
 HEAD_REACH = 2.5  # ... or on the head: this close to its joint, in its bone's lengths
-# ... or, in a segmenter's mask, at the end of a leg and no bigger than a drawn shoe: this
-# close and this radius in the shin's lengths (children draw big shoes on short legs; the
-# segmenter took them for the figure, OpenCV's mask takes whatever touches it).
+# A blob at the end of a leg this close and up to this radius, in the shin's lengths, is a
+# big shoe (children draw big shoes on short legs: real photos 09, 14, 32); it is added
+# after the two masks are compared (`FinishedMask.feet`), as it may be a ball at the feet.
 FOOT_REACH, FOOT_SIZE = 0.75, 0.75
 DEEP = 0.75  # a joint or bone holds a core where it lies this deep in it, of NECK_RADIUS
 # AnimatedDrawings' masks lie this far outside the ink (px), and so do the synthetic
@@ -167,8 +168,8 @@ class FigureJoints:
 
         At the end of a limb: within HAND_REACH of the last bone's length, no bigger than
         HAND_SIZE of it (a mitten, a shoe; a ball is bigger); with `big_feet`, at a foot
-        within FOOT_REACH and up to FOOT_SIZE. On the head: within HEAD_REACH of its bone's
-        length from its joint (ears, hair, a hat).
+        within FOOT_REACH and up to FOOT_SIZE (a big shoe). On the head: within HEAD_REACH
+        of its bone's length from its joint (ears, hair, a hat).
         """
         parents = set(self.bones[:, 1].tolist())
         radius = np.sqrt(np.asarray(areas, np.float64) / np.pi)
@@ -219,6 +220,14 @@ class FinishedMask:
     mask: np.ndarray  # (H, W) bool: one connected figure (or all False when none was found)
     warnings: tuple[str, ...]  # codes from mask_warnings.WARNINGS, most serious first
     source: str = "opencv"  # what made the raw mask: "opencv" or "learned" (the segmenter)
+    # (H, W) bool: blobs at the feet bigger than a hand (big shoes), left out of `mask` so
+    # that masks are compared without them (`segment.choose`); None when there are none.
+    feet: np.ndarray | None = None
+
+    @property
+    def with_feet(self) -> np.ndarray:
+        """(H, W) bool: `mask` with its big feet."""
+        return self.mask if self.feet is None else self.mask | self.feet
 
 
 def finish_mask(
@@ -250,11 +259,12 @@ def finish_mask(
         # mask gets the same from `segment.drawn_regions`.
         gap = max(OUTLINE_GAP_PX, OUTLINE_GAP * min(mask.shape))
         out |= outlines_around_joints(inked & morph.dilate(out, gap), figure, gap)
+    feet = None
     if figure is None:
         out = _largest(out)
     else:
         out = _figure_pieces(out, figure)
-        out = _cut_glued_blobs(out, figure, big_feet=learned)
+        out, feet = _cut_glued_blobs(out, figure)
         thickness = max(3, int(round(ink.stroke_width)))
         out = _join_pieces(out, figure, thickness, ink.stroke_width)
         out = _reach_joints(out, figure, thickness)
@@ -263,7 +273,10 @@ def finish_mask(
         out = _drop_spilled_paper(out, inked, figure, ink.stroke_width)
     if not learned:
         out = with_ad_margin(out)
-    return FinishedMask(out, mask_warnings(out, inked, figure), "learned" if learned else "opencv")
+    if feet is not None:
+        feet = fill_holes(out | (feet if learned else with_ad_margin(feet))) & ~out
+    warnings = mask_warnings(out, inked, figure)
+    return FinishedMask(out, warnings, "learned" if learned else "opencv", feet)
 
 
 def outlines_around_joints(inked: np.ndarray, figure: FigureJoints, gap: float) -> np.ndarray:
@@ -502,34 +515,44 @@ def _figure_pieces(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
     return touched[labels]
 
 
-def _cut_glued_blobs(mask: np.ndarray, figure: FigureJoints, big_feet: bool = False) -> np.ndarray:
-    """`mask` less the blobs hanging off it through a narrow neck that are not the figure's
-    (`big_feet`: see `FigureJoints.at_the_ends`).
+def _cut_glued_blobs(
+    mask: np.ndarray, figure: FigureJoints
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """`mask` less the blobs hanging off it through a narrow neck that are not the figure's,
+    and the blobs of those at the end of a leg that may be big shoes (None if none): (H, W)
+    bool each.
 
     An opening with a disc wider than a limb splits the mask at its narrow necks into
     cores (body, head, a ball...); strokes thinner than the disc vanish from the cores but
     stay in the mask, attached to whatever they touch. A core is the figure's when a joint
     or a bone lies in it, when it is hand-sized and sits at the end of a limb (a mitten,
     a shoe), or when it sits on the head (ears, a hat); anything else (a ball held out, a
-    balloon, a sun touching a hand) is cut off with its part of the mask.
+    balloon, a sun touching a hand) is cut off with its part of the mask. Of those, a
+    core at a foot up to FOOT_SIZE (`FigureJoints.at_the_ends` with `big_feet`) is kept
+    apart: a big shoe, or a ball at the feet.
     """
     if not len(figure.bones):
-        return mask
+        return mask, None
     radius = max(2.0, NECK_RADIUS * figure.size)
     cores = morph.opening(mask, radius).astype(np.uint8)
     count, labels, stats, centroids = cv2.connectedComponentsWithStats(cores, connectivity=8)
     if count < 3:
-        return mask  # one core (or none): nothing hangs off the figure through a neck
+        return mask, None  # one core (or none): nothing hangs off the figure through a neck
     # A joint or bone counts where it lies deep in a core: where a held ball touches a
     # hand, the end of the forearm bone pokes into the ball's core, but only by a little.
     depth = cv2.distanceTransform(cores, cv2.DIST_L2, 3)
     held = figure.labels_touched(np.where(depth >= DEEP * radius, labels, 0), count)
-    held |= figure.at_the_ends(centroids, stats[:, cv2.CC_STAT_AREA], big_feet)
+    areas = stats[:, cv2.CC_STAT_AREA]
+    held |= figure.at_the_ends(centroids, areas)
     held[0] = True
     if held.all():
-        return mask
-    blob = morph.dilate(~held[labels], radius)
-    return _figure_pieces(mask & ~blob, figure)
+        return mask, None
+    kept = _figure_pieces(mask & ~morph.dilate(~held[labels], radius), figure)
+    shoes = held | figure.at_the_ends(centroids, areas, big_feet=True)
+    if (shoes == held).all():
+        return kept, None
+    with_shoes = _figure_pieces(mask & ~morph.dilate(~shoes[labels], radius), figure)
+    return kept, with_shoes & ~kept
 
 
 def _join_pieces(

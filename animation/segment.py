@@ -95,7 +95,8 @@ def figure_mask(
 ) -> FinishedMask:
     """The mask the rig gets, with its warnings and its source: OpenCV's from the (H, W, 3)
     uint8 crop, or, given the segmenter's `learned` (H, W) bool mask, the one `choose`
-    picks of the two; finished either way, its edge on the ink (`edge_on_ink`).
+    picks of the two; finished either way, with its big feet (`FinishedMask.feet`) and
+    its edge on the ink (`edge_on_ink`).
 
     `budget_s`: the CPU seconds this may spend (None: no limit). The segmenter's mask is
     finished first; past the budget it is the answer, with the warning `over_budget`,
@@ -108,11 +109,12 @@ def figure_mask(
     if learned is not None:
         model = finish_mask(np.asarray(learned, bool), rgb, figure, ink=ink, learned=True)
         if budget_s is not None and time.process_time() - start > budget_s:
-            edged = edge_on_ink(model.mask, ink.ink, figure)
-            return replace(model, mask=edged, warnings=(*model.warnings, "over_budget"))
+            edged = edge_on_ink(model.with_feet, ink.ink, figure)
+            warnings = (*model.warnings, "over_budget")
+            return replace(model, mask=edged, warnings=warnings, feet=None)
     drawn = finish_mask(drawn_regions(ink, figure), rgb, figure, ink=ink)
     chosen = drawn if model is None else choose(drawn, model, figure)
-    return replace(chosen, mask=edge_on_ink(chosen.mask, ink.ink, figure))
+    return replace(chosen, mask=edge_on_ink(chosen.with_feet, ink.ink, figure), feet=None)
 
 
 def choose(
@@ -140,7 +142,7 @@ def _trimmed(drawn: FinishedMask, learned: np.ndarray, figure: FigureJoints | No
         return drawn
     if figure is not None and points_on(trimmed, figure.points) < points_on(mask, figure.points):
         return drawn
-    return FinishedMask(trimmed, drawn.warnings, drawn.source)
+    return replace(drawn, mask=trimmed)
 
 
 def _severity(warnings: tuple[str, ...]) -> tuple[int, bool]:
