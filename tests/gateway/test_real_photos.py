@@ -15,12 +15,12 @@ from torchserve.training.evaluate_photos import annotate, load_truth, score, sco
 pytestmark = pytest.mark.integration
 TRUTH = {t.name: t for t in load_truth()}
 # Measured with `python -m torchserve.training.evaluate_photos` against `make run`
-# (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.849,
-# 11 below 0.85 (before a stick figure's bays and big feet: 0.836, 13 below; before the
+# (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.855,
+# 10 below 0.85 (before a stick figure's bays and big feet: 0.836, 13 below; before the
 # edge was put on the ink: 0.796, 16 below; at 84b56e3, before the dark-page,
 # spilled-paper and outline rules: 0.766, 17 below). Issue 26's target is 0.92 with at
 # most three below 0.85: these hold today's level, not it.
-MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.835, 12
+MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.84, 11
 
 
 def _scored(url: str, name: str):
@@ -88,12 +88,12 @@ def test_the_table_below_the_page_stays_behind(gateway):
     assert got.iou >= 0.95, got
 
 
-@pytest.mark.parametrize("name", ["14", "32"])
+@pytest.mark.parametrize("name", ["09", "14", "32"])
 def test_a_big_foot_at_the_end_of_a_leg_stays(gateway, name):
-    # Real photos 14 (a bird's spread claws) and 32 (a stick figure's splayed toes): the
-    # segmenter took the foot for the figure, but it hung off the shin through a narrow
-    # neck, bigger than a hand, and was cut off as a thing glued on. The figure within a
-    # tenth of its size of the left ankle: 61% and 82% of it in the mask before, over 97% now.
+    # Real photos 09 (a coloured-in shoe), 14 (a bird's spread claws) and 32 (a stick
+    # figure's splayed toes): the foot hung off the shin through a narrow neck, bigger than
+    # a hand, and was cut off as a thing glued on. The figure within a tenth of its size of
+    # the left ankle: 31%, 61% and 82% of it in the mask before, over 96% now.
     answer, _ = _scored(gateway.url, name)
     truth = TRUTH[name]
     figure = truth.figure(1)
@@ -102,4 +102,4 @@ def test_a_big_foot_at_the_end_of_a_leg_stays(gateway, name):
     x, y = truth.joints[1][COCO_KEYPOINTS.index("left_ankle")]
     yy, xx = np.mgrid[: figure.shape[0], : figure.shape[1]]
     foot = figure & ((xx - x) ** 2 + (yy - y) ** 2 <= (0.1 * side) ** 2)
-    assert (answer.mask & foot).sum() > 0.95 * foot.sum()
+    assert (answer.mask & foot).sum() > 0.93 * foot.sum()
