@@ -154,14 +154,16 @@ class JobRunner:
         self._progress[record.id] = record
 
         def stored(motions: list[str], rendered: bool) -> None:
-            progress = self._progress[record.id]
-            progress = progress.with_(done=tuple(dict.fromkeys(progress.done + tuple(motions))))
-            self._progress[record.id] = progress
-            self._quietly(self.queue.update, progress)
+            # Logged before the progress is published: a worker killed between the two
+            # leaves a file that the log names, never progress that it does not.
             for motion in motions:
                 log.info("job %s: %s %s", record.id, motion, "stored" if rendered else "found",
                          extra={"job": record.id, "motion": motion,
                                 "event": "stored" if rendered else "found"})  # fmt: skip
+            progress = self._progress[record.id]
+            progress = progress.with_(done=tuple(dict.fromkeys(progress.done + tuple(motions))))
+            self._progress[record.id] = progress
+            self._quietly(self.queue.update, progress)
 
         answer = self.services.pipeline.run(job, StageTimer(), request.host_url, None, stored)
         return self._ended(
