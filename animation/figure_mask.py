@@ -61,8 +61,9 @@ HAND_REACH = 0.5  # ... unless it lies this close to a hand or foot, in its bone
 HAND_SIZE = 0.3  # and is no bigger than a hand: this radius, in the same lengths
 HEAD_REACH = 2.5  # ... or on the head: this close to its joint, in its bone's lengths
 # A blob at the end of a leg this close and up to this radius, in the shin's lengths, is a
-# big shoe (children draw big shoes on short legs: real photos 09, 14, 32); it is added
-# after the two masks are compared (`FinishedMask.feet`), as it may be a ball at the feet.
+# big shoe (children draw big shoes on short legs: real photos 09, 14, 32). It is added
+# after the two masks are compared (`FinishedMask.feet`): compared with it, real photo 13's
+# two masks fell under `segment.AGREE_IOU` and the choice flipped to the worse one.
 FOOT_REACH, FOOT_SIZE = 0.75, 0.75
 DEEP = 0.75  # a joint or bone holds a core where it lies this deep in it, of NECK_RADIUS
 # AnimatedDrawings' masks lie this far outside the ink (px), and so do the synthetic
