@@ -108,6 +108,12 @@ def resampled(character: Character, factor: float) -> Character:
     return Character(texture=texture, mask=coverage >= 64, skeleton=Skeleton(rest))
 
 
+def _figure_side(mask: np.ndarray) -> int:
+    """The longer side (px) of the (H, W) bool `mask`'s bounding box."""
+    _, _, w, h = cv2.boundingRect(mask.astype(np.uint8))
+    return max(w, h)
+
+
 def with_stroke_floor(character: Character, size: int) -> Character:
     """The character with its mask grown by STROKE_FLOOR of an output pixel, at least a
     pixel, for an output `size` px on its longest side.
@@ -115,8 +121,7 @@ def with_stroke_floor(character: Character, size: int) -> Character:
     The service's masks end on the ink: a stroke a pixel or two wide, drawn at an output
     pixel or less, breaks into dots that come loose from frame to frame.
     """
-    _, _, w, h = cv2.boundingRect(character.mask.astype(np.uint8))
-    radius = max(1.0, STROKE_FLOOR * max(w, h) / size)
+    radius = max(1.0, STROKE_FLOOR * _figure_side(character.mask) / size)
     return replace(character, mask=morph.dilate(character.mask, radius))
 
 
@@ -124,6 +129,5 @@ def for_output(character: Character, size: int, oversample: float = OUTPUT_OVERS
     """The character at the finest resolution an output `size` px on its longest side can
     show: its figure's longest side at most `oversample` x `size` px. A character already
     that small is returned as it is."""
-    _, _, w, h = cv2.boundingRect(character.mask.astype(np.uint8))
-    factor = oversample * size / max(w, h)
+    factor = oversample * size / _figure_side(character.mask)
     return character if factor >= 1 else resampled(character, factor)

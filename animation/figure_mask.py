@@ -324,8 +324,7 @@ def edge_on_ink(
     kept = np.zeros(mask.shape, bool)
     if figure is not None:
         lost = ~_on(trimmed, figure.points) & _on(mask, figure.points)
-        for x, y in np.round(figure.points[lost]).astype(int):
-            kept[y, x] = True
+        kept = _dots(mask.shape, figure.points[lost])
     if kept.any():
         trimmed = _without_specks(trimmed | (morph.dilate(kept, 2 * depth) & paper_rim), speck)
     pieces = piece_count(mask)
@@ -368,6 +367,14 @@ def piece_count(mask: np.ndarray) -> int:
 def _on(mask: np.ndarray, points: np.ndarray) -> np.ndarray:
     """(N,) bool: which of `points` (N, 2) x, y lie on `mask`."""
     return _labels_at(mask, points) > 0
+
+
+def _dots(shape: tuple[int, int], points: np.ndarray) -> np.ndarray:
+    """(H, W) bool of `shape`: the pixels of `points` (N, 2) x, y, each inside it."""
+    out = np.zeros(shape, bool)
+    x, y = np.round(points).astype(int).T.reshape(2, -1)
+    out[y, x] = True
+    return out
 
 
 def points_on(mask: np.ndarray, points: np.ndarray) -> int:
@@ -472,9 +479,7 @@ def _drop_spilled_paper(
             ):
                 continue  # inside a hat or hair drawn round the head
         # A joint near its rim keeps the paper round it, as deep as it would hold the patch.
-        joints = np.zeros(mask.shape, bool)
-        for x, y in np.round(figure.points[_on(patch, figure.points)]).astype(int):
-            joints[y, x] = True
+        joints = _dots(mask.shape, figure.points[_on(patch, figure.points)])
         dropped = patch & ~morph.dilate(joints, SPILL_JOINT_DEPTH * broad)
         # Grain in the patch comes loose with it and goes too; a part cut off stays joined.
         kept = _without_specks(out & ~dropped, (2 * broad) ** 2)

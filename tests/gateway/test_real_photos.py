@@ -29,6 +29,14 @@ def _scored(url: str, name: str):
     return answer, score(name, truth.labels, truth.joints, answer)
 
 
+def _beyond(url: str, name: str, px: float) -> float:
+    """The served mask more than `px` outside photo `name`'s figure, as a share of the
+    figure's area."""
+    answer, _ = _scored(url, name)
+    truth = TRUTH[name].figure(1)
+    return float((answer.mask & ~morph.dilate(truth, px)).sum() / truth.sum())
+
+
 def test_the_served_masks_of_all_real_photos_keep_their_measured_level(gateway):
     real_photo("01_blue-crayon-figure.png")  # skipped without ../shared
     got = summary(score_photos(gateway.url, REAL_PHOTOS, list(TRUTH.values()), None))
@@ -54,10 +62,7 @@ def test_paper_between_a_stick_arm_and_the_leg_stays_behind(gateway, name):
     # a stick monster: the bays under its arms, held by a wrist placed a little off the
     # stick hand and crossed by the bones from its spine to its shoulders: 67% before,
     # under 1% now.
-    answer, _ = _scored(gateway.url, name)
-    truth = TRUTH[name].figure(1)
-    spilled = answer.mask & ~morph.dilate(truth, 3)
-    assert spilled.sum() < 0.06 * truth.sum(), (spilled.sum(), truth.sum())
+    assert _beyond(gateway.url, name, 3) < 0.06
 
 
 def test_the_inside_of_a_pencil_outline_with_skips_is_the_figure(gateway):
@@ -73,10 +78,7 @@ def test_the_mask_ends_where_the_strokes_do(gateway, name):
     # Issue 26's rule: the figure's ink to its outer edge, no rim of paper round it. The
     # segmenter's margin of a pixel or two at its input grew with the photo: the paper more
     # than 1 px outside these figures was 4-13% of their area (11: 12.5%); now under 2%.
-    answer, _ = _scored(gateway.url, name)
-    truth = TRUTH[name].figure(1)
-    rim = answer.mask & ~morph.dilate(truth, 1)
-    assert rim.sum() < 0.025 * truth.sum(), (rim.sum(), truth.sum())
+    assert _beyond(gateway.url, name, 1) < 0.025
 
 
 def test_the_table_below_the_page_stays_behind(gateway):
