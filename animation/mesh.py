@@ -23,7 +23,9 @@ from animation.parts import (
     PART_INDEX,
     PartBinding,
     attach_pieces,
+    body_core,
     cut,
+    forearms_along_body,
     hinges,
     label_triangles,
     on_seams,
@@ -255,13 +257,15 @@ def build_mesh(
     # Parts: each triangle to its bone's region, the mesh cut between parts, a backing
     # disk behind each joint.
     inside = _inside_distance(meshed)
-    joins = hinges(joints, inside)
+    core = body_core(inside, joints)
+    joins = hinges(joints, inside, core)
     neck = next(h.point for h in joins if h.child == PART_INDEX["head"])
     colours = (
         None if texture is None else _mean_colours(texture, label, vertices[triangles].mean(axis=1))
     )
-    part = label_triangles(vertices, triangles, label, joints, neck, inside, colours)
+    part = label_triangles(vertices, triangles, label, joints, neck, inside, colours, core)
     part = attach_pieces(vertices, triangles, part, joins)
+    part = forearms_along_body(vertices, triangles, part)
     joins = on_seams(vertices, triangles, part, joins, joints)
     pieces = cut(vertices, triangles, part, joins)
     return Mesh(

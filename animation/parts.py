@@ -9,7 +9,10 @@ line when a joint estimate misses the ink. So the figure moves like a paper pupp
    bones), so an arm that touches the head stays an arm. A step across a drawn edge (a
    change of colour: a sleeve against a skirt) counts longer, so the parts' borders keep
    to the drawing's own. The head starts at the mask's narrowest point between the
-   shoulders and the face (the drawn neck).
+   shoulders and the face (the drawn neck). Where the torso is a blob (a round body, a
+   cone, a tree), its thick mass (`body_core`) is the body's alone: a pose model often
+   runs an arm's bones across it, and the arm then moves only what is drawn outside the
+   body, turning where its bone leaves the body.
 2. The mesh is cut between every two parts, and each part turns whole (a rotation and a
    translation, never a stretch) about the joint it hangs from (`PartBinding`): the head
    about the drawn neck, a limb about its shoulder, elbow, hip or knee (moved onto the
@@ -20,13 +23,16 @@ line when a joint estimate misses the ink. So the figure moves like a paper pupp
    bent elbow or a raised arm shows a rounded joint where a wedge of paper would open.
 4. What does not look like a limb is kept still: a "limb" whose joints miss the ink
    (`joint_guard`), and the upper legs of a skirt (`skirt_parts`: drawn joined along
-   their length), which move with the body while the legs below it walk.
+   their length), which move with the body while the legs below it walk. A forearm drawn
+   against the body along more than against its upper arm turns with the upper arm
+   (`forearms_along_body`), so it never swings off the body it lies on.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import cv2
 import numpy as np
 
 from animation.mesh_graph import components, corner_pairs, edge_pairs
@@ -92,6 +98,10 @@ FILL_DELTA_E, EDGE_DELTA_E = 8.0, 10.0
 # Search for the drawn neck between these shares of the way from the shoulders' middle
 # to the face; where the mask never narrows, the head starts at _NECK_DEFAULT.
 _NECK_SEARCH, _NECK_DEFAULT = (0.1, 0.8), 0.4
+# A torso at least this share of the figure's longest side in half-width is drawn as a
+# blob (a round body, a cone, a tree), not a stick: its thick mass is the body's alone
+# (`body_core`).
+BODY_MIN_WIDTH = 0.05
 
 
 @dataclass(frozen=True)
@@ -236,9 +246,11 @@ def limb_half_width(joints: np.ndarray, inside: np.ndarray, part: str) -> float:
     return float(np.median(width)) if width.size else 0.0
 
 
-def hinges(joints: np.ndarray, inside: np.ndarray) -> list[Hinge]:
+def hinges(joints: np.ndarray, inside: np.ndarray, core: np.ndarray | None = None) -> list[Hinge]:
     """Where each part turns about the part it hangs from, for rest `joints` (16, 2) over
-    a mask whose inside distance is `inside` (H, W)."""
+    a mask whose inside distance is `inside` (H, W). With the body's thick mass `core`
+    (H, W) bool (`body_core`), an upper arm whose shoulder lies in it turns where its bone
+    leaves it: the arm is what is drawn outside the body."""
     lengths = np.linalg.norm(joints - joints[np.maximum(PARENT_INDEX, 0)], axis=1)
     neck = neck_point(joints, inside)
     out = []
@@ -247,11 +259,46 @@ def hinges(joints: np.ndarray, inside: np.ndarray) -> list[Hinge]:
             point, half_width = neck, float(sample(inside, neck[None])[0])
         else:
             point, half_width = joints[JOINT_INDEX[joint]], limb_half_width(joints, inside, child)
+            if core is not None and child.endswith("upper_arm"):
+                side = child.removesuffix("_upper_arm")
+                arm = joints[[JOINT_INDEX[f"{side}_{j}"] for j in ("shoulder", "elbow", "hand")]]
+                point = _leaving(core, arm)
         bone = lengths[JOINT_INDEX[DRIVER[child]]]
         radius = max(BACKING_WIDTHS * half_width, BACKING_BONE_SHARE * bone, 2.0)
         depth = float(sample(inside, point[None])[0])
         out.append(Hinge(PART_INDEX[parent], PART_INDEX[child], point, radius, depth))
     return out
+
+
+def body_core(inside: np.ndarray, joints: np.ndarray) -> np.ndarray | None:
+    """(H, W) bool: the body's thick mass, or None where the torso is drawn as a stick
+    (its half-width under `BODY_MIN_WIDTH` of the figure's side). It is every pixel a disk
+    as wide as the torso's median half-width fits round inside the mask (a morphological
+    opening), in the piece that holds the spine's middle: a limb narrower than the torso
+    is left out of it, a round body, a cone's scoop, a tree's crown are in it. `inside`
+    (H, W) is the mask's inside distance, `joints` (16, 2) the rest skeleton."""
+    hip, chest = joints[JOINT_INDEX["hip"]], joints[JOINT_INDEX["torso"]]
+    spine = hip + np.linspace(0.1, 0.9, 9)[:, None] * (chest - hip)
+    radius = float(np.median(sample(inside, spine)))
+    ys, xs = np.nonzero(inside > 0)
+    if not len(ys) or radius < BODY_MIN_WIDTH * (max(np.ptp(ys), np.ptp(xs)) + 1):
+        return None
+    deep = (inside >= radius).astype(np.uint8)
+    opened = (cv2.distanceTransform(1 - deep, cv2.DIST_L2, 5) <= radius) & (inside > 0)
+    _, pieces = cv2.connectedComponents(opened.astype(np.uint8), connectivity=8)
+    middle = int(sample(pieces, ((hip + chest) / 2)[None])[0])
+    return pieces == middle if middle else None
+
+
+def _leaving(core: np.ndarray, chain: np.ndarray) -> np.ndarray:
+    """(2,): where the polyline `chain` (K, 2) first leaves `core` (H, W) bool, when it
+    starts on it; otherwise (or if it never leaves) its start."""
+    share = np.linspace(0, 1, 32)[:, None]
+    points = np.concatenate(
+        [a + share * (b - a) for a, b in zip(chain[:-1], chain[1:], strict=True)]
+    )
+    off = ~sample(core, points)
+    return points[np.argmax(off)] if off.any() and not off[0] else chain[0]
 
 
 def _seed_segments(
@@ -276,6 +323,7 @@ def label_triangles(
     neck: np.ndarray,
     inside: np.ndarray,
     colours: np.ndarray | None = None,
+    core: np.ndarray | None = None,
 ) -> np.ndarray:
     """(T,) part of each triangle: the part whose bones are nearest along the mesh.
 
@@ -289,6 +337,10 @@ def label_triangles(
     stops at a drawn edge, so a hand lying on a skirt leaves the skirt to the body. (A leg
     under a skirt then reaches its hip only from the skirt's edge: `attach_pieces` counts
     its reach from there.)
+
+    With the body's thick mass `core` (H, W) bool (`body_core`), no arm takes a triangle
+    in it, however its bones run: an arm placed across a round body, or up into an ice
+    cream's scoop, moves only what is drawn outside the body and never carves the body.
     """
     centres = vertices[triangles].mean(axis=1)
     seed_part = np.full(len(triangles), -1)
@@ -313,7 +365,18 @@ def label_triangles(
         dist = _segment_distance(centres[hit], a, b)
         better = dist < seed_dist[hit]
         seed_part[hit[better]], seed_dist[hit[better]] = part, dist[better]
-    return _geodesic_labels(triangles, centres, seed_part, colours)
+    arms = [PART_INDEX[p] for p in PARTS if p.endswith("arm")]
+    in_core = np.zeros(len(triangles), bool) if core is None else sample(core, centres)
+    seed_part[in_core & np.isin(seed_part, arms)] = PART_INDEX["torso"]
+    label = _geodesic_labels(triangles, centres, seed_part, colours)
+    label[in_core & np.isin(label, arms)] = PART_INDEX["torso"]
+    for side in ("left", "right"):
+        upper, lower = PART_INDEX[f"{side}_upper_arm"], PART_INDEX[f"{side}_lower_arm"]
+        if core is not None and not (label == upper).any():
+            # The upper arm's bone lies wholly in the body: what is drawn of the arm
+            # hangs from the body where the arm leaves it (`hinges`).
+            label[label == lower] = upper
+    return label
 
 
 def _segment_distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -426,6 +489,33 @@ def _bridges(members: np.ndarray, label: int, part: np.ndarray, pairs: np.ndarra
     return len(np.unique(after[rest])) > len(np.unique(before[rest]))
 
 
+def forearms_along_body(
+    vertices: np.ndarray, triangles: np.ndarray, part: np.ndarray
+) -> np.ndarray:
+    """`part` with each lower arm that is drawn joined to the torso along more than to its
+    upper arm (a sleeve drawn against the body, its upper arm part of the body) given to
+    its upper arm: the whole arm then turns at the shoulder, with the body's strip beside
+    it as its backing, rather than the forearm swinging about an elbow away from the body
+    it lies against and tearing off it."""
+    part = part.copy()
+    pairs = edge_pairs(triangles)
+    torso = PART_INDEX["torso"]
+    for side in ("left", "right"):
+        upper, lower = PART_INDEX[f"{side}_upper_arm"], PART_INDEX[f"{side}_lower_arm"]
+        if _seam_length(vertices, triangles, pairs, part, lower, torso) > _seam_length(
+            vertices, triangles, pairs, part, lower, upper
+        ):
+            part[part == lower] = upper
+    return part
+
+
+def _seam_length(
+    vertices: np.ndarray, triangles: np.ndarray, pairs: np.ndarray, part: np.ndarray, a: int, b: int
+) -> float:
+    ends = seam_edges(vertices, triangles, pairs, part, a, b)
+    return float(np.linalg.norm(ends[:, 0] - ends[:, 1], axis=1).sum())
+
+
 def skirt_parts(
     vertices: np.ndarray, triangles: np.ndarray, part: np.ndarray, joints: np.ndarray
 ) -> tuple[str, ...]:
@@ -433,8 +523,7 @@ def skirt_parts(
     `SKIRT_SEAM` of the thigh (a skirt, a dress, shorts): the skirt then moves with the
     body, and the legs below it still walk."""
     left, right = PART_INDEX["left_upper_leg"], PART_INDEX["right_upper_leg"]
-    ends = seam_edges(vertices, triangles, edge_pairs(triangles), part, left, right)
-    seam = float(np.linalg.norm(ends[:, 0] - ends[:, 1], axis=1).sum())
+    seam = _seam_length(vertices, triangles, edge_pairs(triangles), part, left, right)
     lengths = np.linalg.norm(joints - joints[np.maximum(PARENT_INDEX, 0)], axis=1)
     thigh = min(lengths[JOINT_INDEX["left_knee"]], lengths[JOINT_INDEX["right_knee"]])
     return ("left_upper_leg", "right_upper_leg") if seam > SKIRT_SEAM * max(thigh, 1e-6) else ()

@@ -328,3 +328,60 @@ def test_an_elbow_placed_on_the_outline_keeps_the_hand_on_through_its_turn(name,
     for frame, angle in zip(frames, np.linspace(-2.6, 2.6, 14), strict=True):
         frame[hand] = _turn(rest[[hand]], angle, rest[elbow])[0]
     assert not measure(r, frames).torn.any()
+
+
+def _round_body_with_a_stick_arm() -> tuple[np.ndarray, np.ndarray]:
+    """A round body (a disk of radius 60) with a head on top, stick legs and a stick arm
+    out to the right; the joints as a pose model places them on such a figure: the right
+    shoulder deep inside the body, its upper arm's bone across the body to the stick."""
+    mask = np.zeros((260, 260), np.uint8)
+    cv2.circle(mask, (110, 150), 60, 1, -1)
+    cv2.circle(mask, (110, 60), 32, 1, -1)
+    cv2.line(mask, (165, 140), (240, 110), 1, 5)  # the arm, a stick out of the body
+    cv2.line(mask, (60, 140), (20, 170), 1, 5)
+    cv2.line(mask, (95, 205), (90, 255), 1, 5)
+    cv2.line(mask, (125, 205), (130, 255), 1, 5)
+    joints = _figure_joints(
+        hip=(110, 190), root=(110, 190), torso=(110, 110), neck=(110, 60),
+        right_shoulder=(120, 170), right_elbow=(185, 132), right_hand=(238, 111),
+        left_shoulder=(90, 115), left_elbow=(62, 140), left_hand=(22, 169),
+        right_hip=(125, 195), right_knee=(128, 225), right_foot=(130, 254),
+        left_hip=(95, 195), left_knee=(92, 225), left_foot=(90, 254),
+    )  # fmt: skip
+    return mask.astype(bool), joints
+
+
+def test_an_arm_placed_across_a_round_body_moves_only_what_is_drawn_outside_it():
+    # Real photos 10 (an ice cream) and 25 (a dinosaur): the pose put the arms' bones
+    # across the body, and the arm parts took the body's mass along them: in a dab the
+    # scoop and the belly were carved away with the arm.
+    mask, joints = _round_body_with_a_stick_arm()
+    texture = np.dstack([np.where(mask, 90, 255).astype(np.uint8)] * 3 + [mask * 255])
+    r = build_rig(Character(texture.astype(np.uint8), mask, Skeleton(joints)))
+    arm = np.isin(r.mesh.part, [PART_INDEX["right_upper_arm"], PART_INDEX["right_lower_arm"]])
+    arm &= r.mesh.layer > 0  # the triangles drawn as the arm, not its backing
+    centres = r.mesh.vertices[r.mesh.triangles].mean(axis=1)
+    in_body = np.linalg.norm(centres - (110, 150), axis=1) < 60 - 6
+    assert arm.any() and not (arm & in_body).any()
+    on_stick = arm & (centres[:, 0] > 200)
+    assert on_stick.any()
+    assert PART_INDEX["right_upper_arm"] not in r.mesh.binding.still
+    # The stick still swings with the arm in a dab, and nothing tears off.
+    dab = load_motion("dab")
+    times, _ = frame_schedule(dab.duration_s, 15, 150)
+    clip = retarget(r.character.skeleton, dab, times)
+    assert (
+        np.abs(
+            r.pose(clip)[:, r.mesh.triangles[on_stick, 0]]
+            - r.mesh.vertices[r.mesh.triangles[on_stick, 0]]
+        ).max()
+        > 20
+    )
+    assert not measure(r, clip).torn.any()
+
+
+def test_a_stick_figures_arms_are_not_taken_for_its_body():
+    # A stick torso is as thin as the arms: no body mass, the arms keep their strokes.
+    r = rig("thin_limbs")
+    arms = np.isin(r.mesh.part, [PART_INDEX[p] for p in PARTS if p.endswith("arm")])
+    assert (arms & (r.mesh.layer > 0)).sum() > 0.1 * (r.mesh.layer > 0).sum()
