@@ -22,6 +22,7 @@ from animation.mesh_graph import components, corner_pairs, edge_pairs
 from animation.parts import (
     PART_INDEX,
     PartBinding,
+    arms_on_the_head,
     attach_pieces,
     body_core,
     cut,
@@ -265,7 +266,7 @@ def build_mesh(
     )
     part = label_triangles(vertices, triangles, label, joints, neck, inside, colours, core)
     part = attach_pieces(vertices, triangles, part, joins)
-    part = forearms_along_body(vertices, triangles, part)
+    part = arms_on_the_head(vertices, triangles, forearms_along_body(vertices, triangles, part))
     joins = on_seams(vertices, triangles, part, joins, joints)
     pieces = cut(vertices, triangles, part, joins)
     return Mesh(

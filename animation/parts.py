@@ -25,7 +25,9 @@ line when a joint estimate misses the ink. So the figure moves like a paper pupp
    (`joint_guard`), and the upper legs of a skirt (`skirt_parts`: drawn joined along
    their length), which move with the body while the legs below it walk. A forearm drawn
    against the body along more than against its upper arm turns with the upper arm
-   (`forearms_along_body`), so it never swings off the body it lies on.
+   (`forearms_along_body`), so it never swings off the body it lies on; an "arm" drawn
+   joined to the head far more than to the body is the head's (`arms_on_the_head`: a
+   star on a tree's top, taken for a raised arm).
 """
 
 from __future__ import annotations
@@ -102,6 +104,9 @@ _NECK_SEARCH, _NECK_DEFAULT = (0.1, 0.8), 0.4
 # blob (a round body, a cone, a tree), not a stick: its thick mass is the body's alone
 # (`body_core`).
 BODY_MIN_WIDTH = 0.05
+# An "arm" joined to the head along more than this many times as long as to the body is
+# the head's (`arms_on_the_head`).
+ARM_ON_HEAD = 2.0
 
 
 @dataclass(frozen=True)
@@ -506,6 +511,25 @@ def forearms_along_body(
             vertices, triangles, pairs, part, lower, upper
         ):
             part[part == lower] = upper
+    return part
+
+
+def arms_on_the_head(vertices: np.ndarray, triangles: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """`part` with each arm that is drawn joined to the head along more than `ARM_ON_HEAD`
+    times as long as to the body given to the head: what the pose took for an arm there is
+    the head's (a star on a tree's top, a bow, hair), and swung as an arm it would tear the
+    head apart. (A hand drawn touching the head joins it about as long as the arm joins the
+    body: it stays an arm.)"""
+    part = part.copy()
+    pairs = edge_pairs(triangles)
+    head, torso = PART_INDEX["head"], PART_INDEX["torso"]
+    for side in ("left", "right"):
+        arm = np.isin(part, [PART_INDEX[f"{side}_upper_arm"], PART_INDEX[f"{side}_lower_arm"]])
+        whole = np.where(arm, -1, part)  # the arm as one part, -1
+        if _seam_length(vertices, triangles, pairs, whole, -1, head) > ARM_ON_HEAD * _seam_length(
+            vertices, triangles, pairs, whole, -1, torso
+        ):
+            part[arm] = head
     return part
 
 

@@ -145,6 +145,17 @@ def test_arms_placed_across_a_round_body_leave_the_body_whole(gateway, tmp_path)
     assert _torn_frames(r, "dab") == 0
 
 
+def test_a_star_on_a_trees_top_moves_with_its_head_not_as_an_arm(gateway, tmp_path):
+    # Real photo 12, a Christmas tree: the pose ran the left arm up into the star on top,
+    # and the star's right half (36 triangles above the face) swung as the arm, tearing the
+    # star apart. An "arm" joined to the head along far more than to the body is the head's.
+    r = _served_rig(gateway.url, "12", tmp_path)
+    face = r.character.skeleton.rest[JOINT_INDEX["neck"]]
+    above = r.mesh.vertices[r.mesh.triangles].mean(axis=1)[:, 1] < face[1]
+    drawn_above = above & (r.mesh.layer > 0)
+    assert drawn_above.sum() > 20 and not (drawn_above & _arms(r)).any()
+
+
 def test_a_sleeve_drawn_against_a_jacket_never_tears_off_it(gateway, tmp_path):
     # Real photo 18: the sleeves lie against the jacket, whose shoulders are body mass. With
     # the forearm swinging about its elbow while its whole length lay against the body, it
