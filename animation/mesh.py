@@ -22,11 +22,11 @@ from animation.mesh_graph import components, corner_pairs, edge_pairs
 from animation.parts import (
     PART_INDEX,
     PartBinding,
+    arms_along_body,
     arms_on_the_head,
     attach_pieces,
     body_core,
     cut,
-    forearms_along_body,
     hinges,
     label_triangles,
     on_seams,
@@ -266,7 +266,7 @@ def build_mesh(
     )
     part = label_triangles(vertices, triangles, label, joints, neck, inside, colours, core)
     part = attach_pieces(vertices, triangles, part, joins)
-    part = arms_on_the_head(vertices, triangles, forearms_along_body(vertices, triangles, part))
+    part = arms_on_the_head(vertices, triangles, part)
     joins = on_seams(vertices, triangles, part, joins, joints)
     pieces = cut(vertices, triangles, part, joins)
     return Mesh(
@@ -283,7 +283,12 @@ def build_mesh(
             pivots=pivots(joins, joints),
             still=tuple(
                 sorted(
-                    PART_INDEX[p] for p in {*still, *skirt_parts(vertices, triangles, part, joints)}
+                    PART_INDEX[p]
+                    for p in {
+                        *still,
+                        *skirt_parts(vertices, triangles, part, joints),
+                        *arms_along_body(vertices, triangles, part),
+                    }
                 )
             ),
         ),

@@ -24,8 +24,8 @@ line when a joint estimate misses the ink. So the figure moves like a paper pupp
 4. What does not look like a limb is kept still: a "limb" whose joints miss the ink
    (`joint_guard`), and the upper legs of a skirt (`skirt_parts`: drawn joined along
    their length), which move with the body while the legs below it walk. A forearm drawn
-   against the body along more than against its upper arm turns with the upper arm
-   (`forearms_along_body`), so it never swings off the body it lies on; an "arm" drawn
+   against the body along more than against its upper arm keeps its arm still
+   (`arms_along_body`), so it never swings off the body it lies on; an "arm" drawn
    joined to the head far more than to the body is the head's (`arms_on_the_head`: a
    star on a tree's top, taken for a raised arm).
 """
@@ -494,24 +494,24 @@ def _bridges(members: np.ndarray, label: int, part: np.ndarray, pairs: np.ndarra
     return len(np.unique(after[rest])) > len(np.unique(before[rest]))
 
 
-def forearms_along_body(
+def arms_along_body(
     vertices: np.ndarray, triangles: np.ndarray, part: np.ndarray
-) -> np.ndarray:
-    """`part` with each lower arm that is drawn joined to the torso along more than to its
-    upper arm (a sleeve drawn against the body, its upper arm part of the body) given to
-    its upper arm: the whole arm then turns at the shoulder, with the body's strip beside
-    it as its backing, rather than the forearm swinging about an elbow away from the body
-    it lies against and tearing off it."""
-    part = part.copy()
+) -> tuple[str, ...]:
+    """The parts of each arm whose lower arm is drawn joined to the torso along more than
+    to its upper arm (a sleeve drawn against a jacket, its upper arm part of the body's
+    mass; a wing with a tail below it): such an arm is kept still. Its forearm would swing
+    about an elbow away from the body it lies against and tear off it; turned whole at
+    the shoulder, a sleeve as long as the body sweeps across the face."""
     pairs = edge_pairs(triangles)
     torso = PART_INDEX["torso"]
+    still: tuple[str, ...] = ()
     for side in ("left", "right"):
         upper, lower = PART_INDEX[f"{side}_upper_arm"], PART_INDEX[f"{side}_lower_arm"]
         if _seam_length(vertices, triangles, pairs, part, lower, torso) > _seam_length(
             vertices, triangles, pairs, part, lower, upper
         ):
-            part[part == lower] = upper
-    return part
+            still += (PARTS[upper], PARTS[lower])
+    return still
 
 
 def arms_on_the_head(vertices: np.ndarray, triangles: np.ndarray, part: np.ndarray) -> np.ndarray:
