@@ -12,7 +12,8 @@ line when a joint estimate misses the ink. So the figure moves like a paper pupp
    shoulders and the face (the drawn neck). Where the torso is a blob (a round body, a
    cone, a tree), its thick mass (`body_core`) is the body's alone: a pose model often
    runs an arm's bones across it, and the arm then moves only what is drawn outside the
-   body, turning where its bone leaves the body.
+   body, turning where its bone leaves the body; legs give up the body's far thicker
+   mass (a tree's broad base).
 2. The mesh is cut between every two parts, and each part turns whole (a rotation and a
    translation, never a stretch) about the joint it hangs from (`PartBinding`): the head
    about the drawn neck, a limb about its shoulder, elbow, hip or knee (moved onto the
@@ -104,6 +105,10 @@ _NECK_SEARCH, _NECK_DEFAULT = (0.1, 0.8), 0.4
 # blob (a round body, a cone, a tree), not a stick: its thick mass is the body's alone
 # (`body_core`).
 BODY_MIN_WIDTH = 0.05
+# Legs are often drawn as wide as the body (trousers, a chubby pair joined into one block):
+# a leg gives up only the body's mass at least this many times as thick as the torso's
+# median (a tree's or a cone's broad base, a flaring coat), where a leg's bones were run.
+LEG_BODY_WIDTH = 1.6
 # An "arm" joined to the head along more than this many times as long as to the body is
 # the head's (`arms_on_the_head`).
 ARM_ON_HEAD = 2.0
@@ -275,19 +280,20 @@ def hinges(joints: np.ndarray, inside: np.ndarray, core: np.ndarray | None = Non
     return out
 
 
-def body_core(inside: np.ndarray, joints: np.ndarray) -> np.ndarray | None:
+def body_core(inside: np.ndarray, joints: np.ndarray, width: float = 1.0) -> np.ndarray | None:
     """(H, W) bool: the body's thick mass, or None where the torso is drawn as a stick
     (its half-width under `BODY_MIN_WIDTH` of the figure's side). It is every pixel a disk
-    as wide as the torso's median half-width fits round inside the mask (a morphological
-    opening), in the piece that holds the spine's middle: a limb narrower than the torso
-    is left out of it, a round body, a cone's scoop, a tree's crown are in it. `inside`
-    (H, W) is the mask's inside distance, `joints` (16, 2) the rest skeleton."""
+    `width` times as wide as the torso's median half-width fits round inside the mask (a
+    morphological opening), in the piece that holds the spine's middle: a limb narrower
+    than the torso is left out of it, a round body, a cone's scoop, a tree's crown are in
+    it. `inside` (H, W) is the mask's inside distance, `joints` (16, 2) the rest skeleton."""
     hip, chest = joints[JOINT_INDEX["hip"]], joints[JOINT_INDEX["torso"]]
     spine = hip + np.linspace(0.1, 0.9, 9)[:, None] * (chest - hip)
-    radius = float(np.median(sample(inside, spine)))
+    half_width = float(np.median(sample(inside, spine)))
     ys, xs = np.nonzero(inside > 0)
-    if not len(ys) or radius < BODY_MIN_WIDTH * (max(np.ptp(ys), np.ptp(xs)) + 1):
+    if not len(ys) or half_width < BODY_MIN_WIDTH * (max(np.ptp(ys), np.ptp(xs)) + 1):
         return None
+    radius = width * half_width
     deep = (inside >= radius).astype(np.uint8)
     opened = (cv2.distanceTransform(1 - deep, cv2.DIST_L2, 5) <= radius) & (inside > 0)
     _, pieces = cv2.connectedComponents(opened.astype(np.uint8), connectivity=8)
@@ -346,6 +352,8 @@ def label_triangles(
     With the body's thick mass `core` (H, W) bool (`body_core`), no arm takes a triangle
     in it, however its bones run: an arm placed across a round body, or up into an ice
     cream's scoop, moves only what is drawn outside the body and never carves the body.
+    No leg takes a triangle where the body is `LEG_BODY_WIDTH` times as thick (a tree's
+    broad base, where the pose put the legs' bones).
     """
     centres = vertices[triangles].mean(axis=1)
     seed_part = np.full(len(triangles), -1)
@@ -375,6 +383,10 @@ def label_triangles(
     seed_part[in_core & np.isin(seed_part, arms)] = PART_INDEX["torso"]
     label = _geodesic_labels(triangles, centres, seed_part, colours)
     label[in_core & np.isin(label, arms)] = PART_INDEX["torso"]
+    broad = None if core is None else body_core(inside, joints, LEG_BODY_WIDTH)
+    if broad is not None:
+        legs = [PART_INDEX[p] for p in PARTS if p.endswith("leg")]
+        label[sample(broad, centres) & np.isin(label, legs)] = PART_INDEX["torso"]
     for side in ("left", "right"):
         upper, lower = PART_INDEX[f"{side}_upper_arm"], PART_INDEX[f"{side}_lower_arm"]
         if core is not None and not (label == upper).any():
