@@ -295,6 +295,8 @@ def body_core(inside: np.ndarray, joints: np.ndarray, width: float = 1.0) -> np.
         return None
     radius = width * half_width
     deep = (inside >= radius).astype(np.uint8)
+    if not deep.any():
+        return None
     opened = (cv2.distanceTransform(1 - deep, cv2.DIST_L2, 5) <= radius) & (inside > 0)
     _, pieces = cv2.connectedComponents(opened.astype(np.uint8), connectivity=8)
     middle = int(sample(pieces, ((hip + chest) / 2)[None])[0])
@@ -457,6 +459,10 @@ def attach_pieces(
     part = part.copy()
     pairs = edge_pairs(triangles)
     reach = {h.child: h for h in joins}
+    # `_bridges`' answers, kept while no triangle moves into or out of what it reads (the
+    # piece's part and the parts hanging from it): a stray piece given to the body makes
+    # the loop go round again, and needs only its own limb checked anew.
+    bridges: dict[tuple[int, bytes], bool] = {}
     for _ in range(len(PARTS)):
         same = pairs[part[pairs[:, 0]] == part[pairs[:, 1]]]
         piece = components(len(triangles), same)
@@ -479,11 +485,17 @@ def attach_pieces(
                 <= _REACH * hinge.radius + hinge.depth
             )
             if near and (hinge.parent in others or not others.size):
-                if not _bridges(members, label, part, pairs, len(triangles)):
+                key = (label, members.tobytes())
+                if key not in bridges:
+                    bridges[key] = _bridges(members, label, part, pairs, len(triangles))
+                if not bridges[key]:
                     continue
                 others = np.array([hinge.parent])  # it holds the body together: body it is
             if others.size:
-                part[members] = np.bincount(others).argmax()
+                given = int(np.bincount(others).argmax())
+                moved = {label, given}
+                bridges = {k: v for k, v in bridges.items() if not moved & _READ_BY[k[0]]}
+                part[members] = given
                 changed = True
         if not changed:
             break
@@ -491,6 +503,13 @@ def attach_pieces(
 
 
 _REACH = 2.0  # a limb's piece reaches its joint within this many backing radii of it
+# The parts whose triangles `_bridges` reads for a piece of each part: its own and those
+# hanging from it.
+_READ_BY = {
+    PART_INDEX[part]: {PART_INDEX[part]}
+    | {PART_INDEX[c] for c, (parent, _) in HANGS_FROM.items() if parent == part}
+    for part in PARTS
+}
 
 
 def _bridges(members: np.ndarray, label: int, part: np.ndarray, pairs: np.ndarray, n: int) -> bool:
