@@ -280,6 +280,13 @@ def hinges(joints: np.ndarray, inside: np.ndarray, core: np.ndarray | None = Non
     return out
 
 
+def torso_half_width(joints: np.ndarray, inside: np.ndarray) -> float:
+    """The median half-width (px) of the mask along the spine (hip to chest) of rest
+    `joints` (16, 2), from the mask's inside distance `inside` (H, W)."""
+    hip, chest = joints[JOINT_INDEX["hip"]], joints[JOINT_INDEX["torso"]]
+    return float(np.median(sample(inside, hip + np.linspace(0.1, 0.9, 9)[:, None] * (chest - hip))))
+
+
 def body_core(inside: np.ndarray, joints: np.ndarray, width: float = 1.0) -> np.ndarray | None:
     """(H, W) bool: the body's thick mass, or None where the torso is drawn as a stick
     (its half-width under `BODY_MIN_WIDTH` of the figure's side). It is every pixel a disk
@@ -287,9 +294,7 @@ def body_core(inside: np.ndarray, joints: np.ndarray, width: float = 1.0) -> np.
     morphological opening), in the piece that holds the spine's middle: a limb narrower
     than the torso is left out of it, a round body, a cone's scoop, a tree's crown are in
     it. `inside` (H, W) is the mask's inside distance, `joints` (16, 2) the rest skeleton."""
-    hip, chest = joints[JOINT_INDEX["hip"]], joints[JOINT_INDEX["torso"]]
-    spine = hip + np.linspace(0.1, 0.9, 9)[:, None] * (chest - hip)
-    half_width = float(np.median(sample(inside, spine)))
+    half_width = torso_half_width(joints, inside)
     ys, xs = np.nonzero(inside > 0)
     if not len(ys) or half_width < BODY_MIN_WIDTH * (max(np.ptp(ys), np.ptp(xs)) + 1):
         return None
@@ -299,7 +304,8 @@ def body_core(inside: np.ndarray, joints: np.ndarray, width: float = 1.0) -> np.
         return None
     opened = (cv2.distanceTransform(1 - deep, cv2.DIST_L2, 5) <= radius) & (inside > 0)
     _, pieces = cv2.connectedComponents(opened.astype(np.uint8), connectivity=8)
-    middle = int(sample(pieces, ((hip + chest) / 2)[None])[0])
+    spine = joints[[JOINT_INDEX["hip"], JOINT_INDEX["torso"]]]
+    middle = int(sample(pieces, spine.mean(axis=0)[None])[0])
     return pieces == middle if middle else None
 
 
@@ -494,7 +500,7 @@ def attach_pieces(
             if others.size:
                 given = int(np.bincount(others).argmax())
                 moved = {label, given}
-                bridges = {k: v for k, v in bridges.items() if not moved & _READ_BY[k[0]]}
+                bridges = {k: v for k, v in bridges.items() if not moved & {k[0], *_CHILDREN[k[0]]}}
                 part[members] = given
                 changed = True
         if not changed:
@@ -503,11 +509,9 @@ def attach_pieces(
 
 
 _REACH = 2.0  # a limb's piece reaches its joint within this many backing radii of it
-# The parts whose triangles `_bridges` reads for a piece of each part: its own and those
-# hanging from it.
-_READ_BY = {
-    PART_INDEX[part]: {PART_INDEX[part]}
-    | {PART_INDEX[c] for c, (parent, _) in HANGS_FROM.items() if parent == part}
+# Each part's index -> the indices of the parts hanging from it.
+_CHILDREN = {
+    PART_INDEX[part]: {PART_INDEX[c] for c, (parent, _) in HANGS_FROM.items() if parent == part}
     for part in PARTS
 }
 
@@ -516,7 +520,7 @@ def _bridges(members: np.ndarray, label: int, part: np.ndarray, pairs: np.ndarra
     """Whether the piece `members` (of part `label`) is all that joins two stretches of the
     rest of the figure besides the limb below it (a "limb" drawn along the body's line,
     with the body going on past its end): moved, it would tear them apart."""
-    below = {PART_INDEX[c] for c, (parent, _) in HANGS_FROM.items() if PART_INDEX[parent] == label}
+    below = _CHILDREN[label]
     rest = ~np.isin(part, [label, *below])
     rest[members] = False
     kept = pairs[rest[pairs[:, 0]] & rest[pairs[:, 1]]]

@@ -6,22 +6,14 @@ import pytest
 
 from animation.character import for_output, load_character
 from animation.distortion import HEAD_SCALE, TORSO_STRETCH, measure
-from animation.motions import load_motion, motion_table
+from animation.motions import motion_table
 from animation.parts import PARTS
 from animation.render import build_rig
-from animation.retarget import retarget
-from animation.timing import frame_schedule
 from tests.support.real_photos import real_dev
-from tests.support.rigs import rig
+from tests.support.rigs import motion_clip, rig
 
 MOTIONS = list(motion_table())
 HEAD, TORSO = PARTS.index("head"), PARTS.index("torso")
-
-
-def _clip(r, name: str) -> np.ndarray:
-    motion = load_motion(name)
-    times, _ = frame_schedule(motion.duration_s, 15, 150)
-    return retarget(r.character.skeleton, motion, times)
 
 
 @pytest.fixture(scope="module", params=["char1", "char2", "char3", "char4"])
@@ -31,7 +23,7 @@ def real_rig(request):
 
 @pytest.mark.parametrize("motion", MOTIONS)
 def test_every_shipped_motion_keeps_a_real_drawing_in_shape(real_rig, motion):
-    report = measure(real_rig, _clip(real_rig, motion))
+    report = measure(real_rig, motion_clip(real_rig, motion))
     assert not report.spikes().any(), report.growth.max()
     assert not report.torn.any(), report.torn
     assert not report.flipped.any()
@@ -68,7 +60,7 @@ def test_the_measure_sees_a_stretch_a_flip_a_spike_and_a_tear(monkeypatch):
 
 def test_the_report_names_every_part():
     r = rig("plain")
-    summary = measure(r, _clip(r, "dab")).summary()
+    summary = measure(r, motion_clip(r, "dab")).summary()
     assert set(summary["stretch"]) == set(PARTS) == set(summary["squash"])
     assert summary["frames"] > 10 and summary["spike_frames"] == 0
     # The parts keep their drawn shape: a turn is no stretch.

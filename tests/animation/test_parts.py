@@ -18,7 +18,7 @@ from animation.retarget import retarget
 from animation.skeleton import JOINT_INDEX, JOINTS, Skeleton
 from animation.timing import frame_schedule
 from tests.support.real_photos import real_dev, real_photo
-from tests.support.rigs import VARIANTS, character, rig
+from tests.support.rigs import VARIANTS, character, motion_clip, rig
 from torchserve.training.evaluate_photos import load_truth
 
 
@@ -367,9 +367,7 @@ def test_an_arm_placed_across_a_round_body_moves_only_what_is_drawn_outside_it()
     assert on_stick.any()
     assert PART_INDEX["right_upper_arm"] not in r.mesh.binding.still
     # The stick still swings with the arm in a dab, and nothing tears off.
-    dab = load_motion("dab")
-    times, _ = frame_schedule(dab.duration_s, 15, 150)
-    clip = retarget(r.character.skeleton, dab, times)
+    clip = motion_clip(r, "dab")
     assert (
         np.abs(
             r.pose(clip)[:, r.mesh.triangles[on_stick, 0]]
@@ -381,7 +379,25 @@ def test_an_arm_placed_across_a_round_body_moves_only_what_is_drawn_outside_it()
 
 
 def test_a_stick_figures_arms_are_not_taken_for_its_body():
-    # A stick torso is as thin as the arms: no body mass, the arms keep their strokes.
-    r = rig("thin_limbs")
+    # A stick figure's limbs are as thick as its torso, or bolder: taken for the body's
+    # mass, its arms would never move. A torso that thin against the figure is no blob.
+    mask = np.zeros((260, 200), np.uint8)
+    cv2.circle(mask, (100, 40), 28, 1, -1)
+    cv2.line(mask, (100, 68), (100, 160), 1, 7)
+    for a, b in [((100, 90), (40, 130)), ((100, 90), (160, 130)),
+                 ((100, 160), (70, 245)), ((100, 160), (130, 245))]:  # fmt: skip
+        cv2.line(mask, a, b, 1, 11)  # limbs drawn a little bolder than the body
+    joints = _figure_joints(
+        hip=(100, 160), root=(100, 160), torso=(100, 90), neck=(100, 40),
+        right_shoulder=(100, 90), right_elbow=(70, 110), right_hand=(40, 130),
+        left_shoulder=(100, 90), left_elbow=(130, 110), left_hand=(160, 130),
+        right_hip=(100, 160), right_knee=(85, 202), right_foot=(70, 245),
+        left_hip=(100, 160), left_knee=(115, 202), left_foot=(130, 245),
+    )  # fmt: skip
+    mask = mask.astype(bool)
+    texture = np.dstack([np.where(mask, 40, 255).astype(np.uint8)] * 3 + [mask * 255])
+    r = build_rig(Character(texture.astype(np.uint8), mask, Skeleton(joints)))
     arms = np.isin(r.mesh.part, [PART_INDEX[p] for p in PARTS if p.endswith("arm")])
-    assert (arms & (r.mesh.layer > 0)).sum() > 0.1 * (r.mesh.layer > 0).sum()
+    arms &= ~np.isin(r.mesh.part, list(r.mesh.binding.still)) & (r.mesh.layer > 0)
+    centres = r.mesh.vertices[r.mesh.triangles].mean(axis=1)
+    assert (arms & (np.abs(centres[:, 0] - 100) > 35)).sum() >= 6  # both forearms move

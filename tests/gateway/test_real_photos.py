@@ -12,13 +12,11 @@ from animation import morph
 from animation.character import load_character
 from animation.distortion import measure
 from animation.figure import rig_for
-from animation.motions import load_motion
-from animation.parts import PART_INDEX, PARTS
-from animation.retarget import retarget
+from animation.parts import PART_INDEX, PARTS, torso_half_width
 from animation.skeleton import COCO_KEYPOINTS, JOINT_INDEX
-from animation.timing import frame_schedule
 from gateway.tools.characters import character_folder
 from tests.support.real_photos import REAL_PHOTOS, real_photo
+from tests.support.rigs import motion_clip
 from torchserve.training.evaluate_photos import annotate, load_truth, score, score_photos, summary
 
 pytestmark = pytest.mark.integration
@@ -123,19 +121,14 @@ def _served_rig(url: str, name: str, folder):
 
 
 def _torn_frames(r, motion: str) -> int:
-    clip = load_motion(motion)
-    times, _ = frame_schedule(clip.duration_s, 15, 150)
-    return int((measure(r, retarget(r.character.skeleton, clip, times)).torn > 0).sum())
+    return int((measure(r, motion_clip(r, motion)).torn > 0).sum())
 
 
 def _deep(r) -> np.ndarray:
     """(T,) bool: the rig's drawn, moving triangles at least half the torso's median
     half-width inside the figure."""
     inside = cv2.distanceTransform(r.mesh.region.astype(np.uint8), cv2.DIST_L2, 5)
-    joints = r.character.skeleton.rest
-    hip, chest = joints[JOINT_INDEX["hip"]], joints[JOINT_INDEX["torso"]]
-    spine = np.round(hip + np.linspace(0.1, 0.9, 9)[:, None] * (chest - hip)).astype(int)
-    torso_width = float(np.median(inside[spine[:, 1], spine[:, 0]]))
+    torso_width = torso_half_width(r.character.skeleton.rest, inside)
     centres = np.round(r.mesh.vertices[r.mesh.triangles].mean(axis=1)).astype(int)
     moving = ~np.isin(r.mesh.part, list(r.mesh.binding.still)) & (r.mesh.layer > 0)
     return moving & (inside[centres[:, 1], centres[:, 0]] >= 0.5 * torso_width)
