@@ -109,12 +109,35 @@ def figure_mask(
     if learned is not None:
         model = finish_mask(np.asarray(learned, bool), rgb, figure, ink=ink, learned=True)
         if budget_s is not None and time.process_time() - start > budget_s:
-            edged = edge_on_ink(model.with_feet, ink.ink, figure)
-            warnings = (*model.warnings, "over_budget")
-            return replace(model, mask=edged, warnings=warnings, feet=None)
-    drawn = finish_mask(drawn_regions(ink, figure), rgb, figure, ink=ink)
-    chosen = drawn if model is None else choose(drawn, model, figure)
-    return replace(chosen, mask=edge_on_ink(chosen.with_feet, ink.ink, figure), feet=None)
+            return settled(None, model, ink.ink, figure, over_budget=True)
+    return settled(opencv_mask(rgb, figure, ink), model, ink.ink, figure)
+
+
+def opencv_mask(rgb: np.ndarray, figure: FigureJoints | None, ink: InkMap) -> FinishedMask:
+    """OpenCV's mask of the (H, W, 3) uint8 crop whose `ink_map` is `ink`, finished."""
+    return finish_mask(drawn_regions(ink, figure), rgb, figure, ink=ink)
+
+
+def settled(
+    drawn: FinishedMask | None,
+    learned: FinishedMask | None,
+    inked: np.ndarray,
+    figure: FigureJoints | None = None,
+    over_budget: bool = False,
+) -> FinishedMask:
+    """The mask the rig gets, from the finished masks made (OpenCV's `drawn`, the
+    segmenter's `learned`; at least one): the one `choose` picks of two, with its big feet
+    and its edge on the crop's ink (`inked`, (H, W) bool: `edge_on_ink`). `over_budget`:
+    the segmenter's was made alone, the budget spent; its warnings say so."""
+    if drawn is None and learned is None:
+        raise ValueError("settled needs a finished mask")
+    if drawn is None or learned is None:
+        chosen = drawn if learned is None else learned
+    else:
+        chosen = choose(drawn, learned, figure)
+    warnings = (*chosen.warnings, "over_budget") if over_budget else chosen.warnings
+    edged = edge_on_ink(chosen.with_feet, inked, figure)
+    return replace(chosen, mask=edged, warnings=warnings, feet=None)
 
 
 def choose(

@@ -4,8 +4,8 @@ The steps are the library's figure pipeline (`animation.figure`); this module as
 models for what they find and runs the CPU work in the render workers (rendering/tasks.py):
 decode (render worker) -> bbox (given, else the detector) -> crop (`crop_for`) -> keypoints
 (given, else the pose model on the crop) and the segmenter's mask (when TorchServe serves
-it), side by side -> mask (given, else the learned one cleaned up, else OpenCV's, in a
-render worker) -> where a detected figure's mask runs off the crop into a drawing that goes
+it), side by side -> mask (given; else OpenCV's, and with the segmenter's answer the
+better of the two, the two finished side by side in two render workers) -> where a detected figure's mask runs off the crop into a drawing that goes
 on past it (`grown_box`: a body the detector left out), the same again on a crop around the
 whole drawing -> quality warnings. /annotate answers what it found (in the
 upload's pixels); /animate rigs and renders it. Each thing the client gives skips the model
@@ -280,14 +280,22 @@ class FigureStage:
 
     def _mask(self, crop, keypoints, where, given, learned, scale, annotate, timer, client,
               budget_s):  # fmt: skip
-        """The one place a mask is made: the given one as it is, else the segmenter's
-        (`learned`, of `where.seen`) cleaned up, else OpenCV's (or the better of the two,
-        within `budget_s` CPU seconds)."""
-        mask = None if given.mask is None else tasks.GivenMaskJob(given.mask.png, given.mask.box)
-        job = tasks.MaskJob(crop, keypoints[:, :2], where, scale, mask, learned, annotate,
-                            budget_s)  # fmt: skip
+        """The one place a mask is made: the given one as it is; else OpenCV's, and with
+        the segmenter's answer (`learned`, of `where.seen`) the better of the two, each
+        finished in its own render worker at once (the segmenter's within `budget_s` CPU
+        seconds), then compared (`tasks.settle_mask`)."""
+        joints = keypoints[:, :2]
         with timer.stage("segment"):
-            return self._run(tasks.find_mask, job, client)
+            if learned is None:
+                fixed = None if given.mask is None else tasks.GivenMaskJob(given.mask.png,
+                                                                           given.mask.box)  # fmt: skip
+                job = tasks.MaskJob(crop, joints, where, scale, fixed, annotate)
+                return self._run(tasks.find_mask, job, client)
+            opencv = tasks.FinishJob(crop, joints, where)
+            segmenter = tasks.FinishJob(crop, joints, where, learned, budget_s)
+            drawn, model = self.pool.map(tasks.finish_one, [(opencv,), (segmenter,)], client)
+            settle = tasks.SettleJob(joints, where, scale, drawn, model, annotate)
+            return self._run(tasks.settle_mask, settle, client)
 
 
 @dataclass

@@ -27,12 +27,13 @@ from PIL import Image
 from animation.bvh import UPLOAD_LIMITS, parse_bvh_bytes
 from animation.character import load_character
 from animation.figure import Crop, character_of, choose_mask, grown_box, rig_for
-from animation.figure_mask import FigureJoints
+from animation.figure_mask import FigureJoints, FinishedMask, finish_mask
 from animation.images import InvalidImage, decode_image, decode_mask
 from animation.mask_warnings import joint_warnings, mask_warnings
 from animation.motions import Motion, MotionSpec, load_motion, motion_from_bvh, motion_table
 from animation.paper import ink_map, light_page
 from animation.render import RenderOptions, render_motion
+from animation.segment import opencv_mask, settled
 from gateway.rendering.geometry import Box, Scale
 
 if TYPE_CHECKING:  # the request's type, read by attribute: the workers never import web/
@@ -95,10 +96,7 @@ class MaskJob:
     where: Crop  # the crop's place in the model image and the paper its margin lacks
     scale: Scale  # between the upload's pixels and the model image's
     given: GivenMaskJob | None = None  # the client's mask: used as it is
-    # The segmenter's answer: base64 PNG over `where.seen` ("" when it saw no figure).
-    learned: str | None = None
     annotate: bool = False  # also the mask in the upload's pixels, and a given one's warnings
-    budget_s: float | None = None  # CPU seconds the choice may spend (None: no limit)
 
 
 @dataclass(frozen=True)
@@ -151,24 +149,18 @@ def _given_mask(given: GivenMaskJob, crop_box: Box, scale: Scale) -> np.ndarray:
 
 
 def find_mask(job: MaskJob) -> FigureMask:
-    """The figure's mask in the crop: the given one as it is; else OpenCV's or, with the
-    segmenter's answer, the better of the two (`animation.figure.choose_mask`). With
-    `annotate`, also the warnings of a given mask and the mask in upload pixels as a PNG.
-    Past `budget_s` of CPU time, the segmenter's mask alone (`over_budget`)."""
+    """The figure's mask in the crop without the segmenter: the given one as it is, else
+    OpenCV's (`animation.figure.choose_mask`). With `annotate`, also the warnings of a
+    given mask and the mask in upload pixels as a PNG."""
     start = time.process_time()
-    unusable, consulted = None, False
+    figure = FigureJoints.of(job.keypoints)
     if job.given is None:
-        raw = _learned_on_crop(job.learned, job.crop, job.where) if job.learned else None
-        if job.learned and raw is None:
-            unusable = "bad_mask"
-        found = choose_mask(job.crop, job.keypoints, learned=raw, budget_s=job.budget_s)
+        found = choose_mask(job.crop, job.keypoints)
         mask, warnings, source = found.mask, found.warnings, found.source
         if job.annotate:  # what rigging will do about the joints, for the person to fix
-            warnings += joint_warnings(mask, FigureJoints.of(job.keypoints))
-        consulted = job.learned is not None and unusable is None  # "": it saw no figure
+            warnings += joint_warnings(mask, figure)
     else:
         mask = _given_mask(job.given, job.where.box, job.scale)
-        figure = FigureJoints.of(job.keypoints)
         warnings = (
             mask_warnings(mask, ink_map(light_page(job.crop)).ink, figure)
             + joint_warnings(mask, figure)
@@ -176,14 +168,93 @@ def find_mask(job: MaskJob) -> FigureMask:
             else ()
         )
         source = "given"
+    return _figure_mask(job, mask, warnings, source, None, False, time.process_time() - start)
+
+
+def _figure_mask(job, mask, warnings, source, unusable, consulted, cpu_s) -> FigureMask:
+    """The task's answer; with `job.annotate`, with the mask in the upload's pixels."""
     upload_box, png = None, None
     if job.annotate:
         upload_box, upload_mask = job.scale.mask_to_upload(mask, job.where.box)
         buf = io.BytesIO()
         Image.fromarray(upload_mask.astype(np.uint8) * 255).save(buf, format="PNG", optimize=True)
         png = buf.getvalue()
-    return FigureMask(mask, warnings, upload_box, png, source, unusable, consulted,
-                      cpu_s=time.process_time() - start)  # fmt: skip
+    return FigureMask(mask, warnings, upload_box, png, source, unusable, consulted, cpu_s)
+
+
+# ---- with the segmenter's answer: the two masks side by side -----------------------------
+# OpenCV's mask and the segmenter's are finished at once, each in its own render worker
+# (`finish_one`), and `settle_mask` chooses (`animation.segment.settled`): the request
+# waits for the slower of the two, not for both one after the other (docs/BENCHMARKS.md,
+# section two-masks).
+@dataclass(frozen=True)
+class FinishJob:
+    crop: np.ndarray  # (h, w, 3) uint8: the crop of the model image
+    keypoints: np.ndarray  # (17, 2) COCO x, y in crop px
+    where: Crop  # the crop's place in the model image and the paper its margin lacks
+    # The segmenter's answer (base64 PNG over `where.seen`; "" when it saw no figure), or
+    # None: OpenCV's mask.
+    learned: str | None = None
+    budget_s: float | None = None  # CPU seconds the segmenter's may spend (None: no limit)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """One raw mask of the crop finished (`animation.figure_mask.finish_mask`)."""
+
+    mask: FinishedMask | None  # None: the segmenter's answer held no mask to finish
+    inked: np.ndarray  # (h, w) bool: the crop's ink, which settling the mask needs
+    unusable: str | None = None  # "bad_mask": the segmenter's answer is no mask of the crop
+    over_budget: bool = False  # finishing it spent the budget: it is the answer alone
+    cpu_s: float = 0.0
+
+
+def finish_one(job: FinishJob) -> Finished:
+    """OpenCV's mask of the crop, or the segmenter's answer, finished against the joints."""
+    start = time.process_time()
+    page = light_page(job.crop)
+    ink = ink_map(page)
+    figure = FigureJoints.of(job.keypoints)
+    unusable, mask = None, None
+    if job.learned is None:
+        mask = opencv_mask(page, figure, ink)
+    elif job.learned:
+        raw = _learned_on_crop(job.learned, job.crop, job.where)
+        if raw is None:
+            unusable = "bad_mask"
+        else:
+            mask = finish_mask(raw, page, figure, ink=ink, learned=True)
+    spent = time.process_time() - start
+    over = mask is not None and job.budget_s is not None and spent > job.budget_s
+    return Finished(mask, ink.ink, unusable, over, spent)
+
+
+@dataclass(frozen=True)
+class SettleJob:
+    keypoints: np.ndarray  # (17, 2) COCO x, y in crop px
+    where: Crop
+    scale: Scale
+    drawn: Finished  # OpenCV's
+    learned: Finished  # the segmenter's
+    annotate: bool = False  # also the mask in the upload's pixels
+
+
+def settle_mask(job: SettleJob) -> FigureMask:
+    """The mask `find_mask` would give from the two finished in `finish_one`: the better of
+    the two, or the segmenter's alone when finishing it spent the budget."""
+    start = time.process_time()
+    figure = FigureJoints.of(job.keypoints)
+    learned, drawn = job.learned, job.drawn
+    if learned.over_budget:
+        found = settled(None, learned.mask, learned.inked, figure, over_budget=True)
+    else:
+        found = settled(drawn.mask, learned.mask, drawn.inked, figure)
+    warnings = found.warnings
+    if job.annotate:
+        warnings += joint_warnings(found.mask, figure)
+    cpu_s = time.process_time() - start + drawn.cpu_s + learned.cpu_s
+    return _figure_mask(job, found.mask, warnings, found.source, learned.unusable,
+                        learned.unusable is None, cpu_s)  # fmt: skip
 
 
 # ---- the second crop --------------------------------------------------------------------
