@@ -149,12 +149,13 @@ def character_of(crop: np.ndarray, keypoints: np.ndarray, mask: np.ndarray) -> C
     return Character(texture=texture, mask=mask, skeleton=Skeleton.from_coco(points))
 
 
-def rig_for(character: Character, size: int) -> Rig:
+def rig_for(character: Character, size: int, workers: int = 1) -> Rig:
     """The character's rig, built at the finest resolution an output `size` px long can
-    show, its mask given the stroke floor of that output (`with_stroke_floor`); NoFigure
-    when it cannot be rigged (no outline to mesh)."""
+    show, its mask given the stroke floor of that output (`with_stroke_floor`), on
+    `workers` threads (`build_rig`); NoFigure when it cannot be rigged (no outline to
+    mesh)."""
     try:
-        return build_rig(for_output(with_stroke_floor(character, size), size))
+        return build_rig(for_output(with_stroke_floor(character, size), size), workers=workers)
     except ValueError as exc:
         raise NoFigure(f"the drawing could not be rigged: {exc}") from exc
 

@@ -2,11 +2,12 @@
 the stages, in order, and their timings.
 
 lookup (storage) -> queue (admission) -> motion (an uploaded BVH read, in a worker process)
--> the figure stage (figure_stage.py: decode -> detect -> pose -> segment) -> rig + render
-(worker processes) -> upload. Motions already in storage for this image, these options and
-these versions (renderer, motion, models) are not rendered again, and an answer wholly from
-storage takes no render slot. The detector and the pose estimator run once per request,
-whatever the number of motions.
+-> the figure stage (figures.py: decode -> detect -> pose -> segment) -> rig (one worker
+process) -> render (the motions shared out over the idle worker processes) -> upload.
+Motions already in storage for this image, these options and these versions (renderer,
+motion, models) are not rendered again, and an answer wholly from storage takes no render
+slot. The detector, the pose estimator and the rig run once per request, whatever the
+number of motions.
 """
 
 from __future__ import annotations
@@ -14,14 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from animation.bvh import BVHError
 from animation.figure import FigureError
 from animation.motions import Motion, MotionError
-from animation.render import RenderOptions
+from animation.render import RenderOptions, Rig
 from animation.sprites import layout_of
 from animation.version import renderer_version
 from gateway.admission import Admission
@@ -152,18 +152,18 @@ class AnimationPipeline:
                     fallback = self.keys(job, segmenter=False)
                     keys |= {m: fallback[m] for m in missing}
                 # A job's round: two motions per render worker, so a job at the defaults is
-                # one round, as fast as /animate (one rig per worker), and a long one still
-                # reports progress every round (docs/BENCHMARKS.md, section jobs).
+                # one round, as fast as /animate, and a long one still reports progress
+                # every round (docs/BENCHMARKS.md, section jobs); the rig serves every round.
                 size = len(todo) if on_stored is None else JOB_ROUND_PER_WORKER * self.pool.size
-                rigged: tuple[str, ...] = ()
+                rig = self._rig(figure, job.options, timer, client)
                 for start in range(0, len(todo), size):
                     batch = missing[start : start + size]
-                    files, rigged = self._animate(
-                        figure, todo[start : start + size], job.options, timer, client
-                    )
+                    files = self._render(rig, todo[start : start + size], job.options, timer,
+                                         client)  # fmt: skip
                     self._store(job, {m: keys[m] for m in batch}, files, timer)
                     if on_stored is not None:
                         on_stored(batch, True)
+                rigged = rig.warnings
                 warnings = figure.mask.warnings + rigged
                 for code in rigged:
                     metrics.FIGURE_WARNINGS.labels(code).inc()
@@ -222,39 +222,32 @@ class AnimationPipeline:
         except (BVHError, MotionError) as exc:
             raise from_library(exc) from None
 
-    def _animate(
-        self, figure: Figure, motions: list[str | Motion], options, timer: StageTimer, client
-    ) -> tuple[dict, tuple[str, ...]]:
-        """A file's bytes per motion, the motions shared out over the idle render workers,
-        and what rigging did about the figure's joints (every worker rigs the same)."""
+    def _rig(self, figure: Figure, options: AnimateOptions, timer: StageTimer, client) -> Rig:
+        """The figure rigged once, in a render worker (`tasks.rig`), for every motion."""
+        job = tasks.RigJob(figure.crop, figure.keypoints[:, :2], figure.mask.mask, options.size)
+        metrics.RENDER_WORKERS_BUSY.inc()
+        try:
+            with timer.stage("rig"):
+                return self.pool.map(tasks.rig, [(job,)], client)[0]
+        except FigureError as exc:
+            raise from_library(exc) from None
+        finally:
+            metrics.RENDER_WORKERS_BUSY.dec()
+
+    def _render(
+        self, rig: Rig, motions: list[str | Motion], options, timer: StageTimer, client
+    ) -> dict[str, bytes]:
+        """A file's bytes per motion, the motions shared out over the idle render workers."""
         chunks = _split(motions, max(1, self.pool.idle))
         render = RenderOptions(
             size=options.size, fps=options.fps, format=options.format,
             background=options.background,
         )  # fmt: skip
-        start = time.perf_counter()
+        jobs = [tasks.RenderJob(rig, chunk, render, self.config.motions_dir) for chunk in chunks]
         metrics.RENDER_WORKERS_BUSY.inc(len(chunks))
-        jobs = [
-            tasks.RenderJob(
-                figure.crop,
-                figure.keypoints[:, :2],
-                figure.mask.mask,
-                chunk,
-                render,
-                self.config.motions_dir,
-            )  # fmt: skip
-            for chunk in chunks
-        ]
         try:
-            results = self.pool.map(tasks.render, [(job,) for job in jobs], client)
-        except FigureError as exc:
-            raise from_library(exc) from None
+            with timer.stage("render"):
+                results = self.pool.map(tasks.render, [(job,) for job in jobs], client)
         finally:
             metrics.RENDER_WORKERS_BUSY.dec(len(chunks))
-        wall = time.perf_counter() - start
-        # Chunks run side by side: the rig stage is the slowest chunk's set-up, render the rest.
-        rig = min(wall, max(r.rig_s for r in results))
-        timer.add("rig", rig)
-        timer.add("render", wall - rig)
-        files = {name: data for r in results for name, data in r.files.items()}
-        return files, results[0].warnings
+        return {name: data for files in results for name, data in files.items()}

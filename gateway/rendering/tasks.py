@@ -32,7 +32,7 @@ from animation.images import InvalidImage, decode_image, decode_mask
 from animation.mask_warnings import joint_warnings, mask_warnings
 from animation.motions import Motion, MotionSpec, load_motion, motion_from_bvh, motion_table
 from animation.paper import ink_map, light_page
-from animation.render import RenderOptions, render_motion
+from animation.render import RenderOptions, Rig, render_motion
 from animation.segment import opencv_mask, settled
 from gateway.rendering.geometry import Box, Scale
 
@@ -332,31 +332,36 @@ def preview(job: PreviewJob) -> bytes:
 
 
 # ---- rig and render ---------------------------------------------------------------------
+# The rig's two halves, the mesh cut into parts and the texture cleaned, run on two threads
+# of one worker (`animation.render.build_rig`): the other workers wait for the rig anyway.
+RIG_THREADS = 2
+
+
 @dataclass(frozen=True)
-class RenderJob:
+class RigJob:
     crop: np.ndarray  # (h, w, 3) uint8
     keypoints: np.ndarray  # (17, 2) COCO x, y in crop px
     mask: np.ndarray  # (h, w) bool
+    size: int  # the output's longest side, px: the finest resolution the rig needs
+
+
+def rig(job: RigJob) -> Rig:
+    """The drawing rigged once per request, at the resolution an output `size` px long can
+    show; every render task draws from it. NoFigure when the drawing gives no figure to
+    rig."""
+    character = character_of(job.crop, job.keypoints, job.mask)
+    return rig_for(character, job.size, workers=RIG_THREADS)
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    rig: Rig
     motions: list[str | Motion]  # table names, or a Motion read from an upload
     options: RenderOptions
     motions_dir: Path | None = None
 
 
-@dataclass(frozen=True)
-class RenderResult:
-    files: dict[str, bytes]  # motion -> the file's bytes, in the requested format
-    rig_s: float  # joints checked, texture cleaned, mesh cut into parts
-    render_s: float  # all motions of this task
-    warnings: tuple[str, ...] = ()  # what rigging did about the joints (joint_guard codes)
-
-
-def render(job: RenderJob) -> RenderResult:
-    """Rig the drawing once, at the resolution the output can show, and render each motion
-    to the bytes of a file in `options.format`. NoFigure when the drawing gives no figure
-    to rig."""
-    start = time.perf_counter()
-    rig = rig_for(character_of(job.crop, job.keypoints, job.mask), job.options.size)
-    rigged = time.perf_counter()
+def render(job: RenderJob) -> dict[str, bytes]:
+    """Each motion rendered to the bytes of a file in `options.format`, by its name."""
     loaded = [m if isinstance(m, Motion) else _motion(m, job.motions_dir) for m in job.motions]
-    files = {motion.name: render_motion(rig, motion, job.options) for motion in loaded}
-    return RenderResult(files, rigged - start, time.perf_counter() - rigged, rig.warnings)
+    return {motion.name: render_motion(job.rig, motion, job.options) for motion in loaded}

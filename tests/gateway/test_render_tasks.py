@@ -1,6 +1,7 @@
-"""The figure's mask as the render workers make it, split for speed: the two masks finished
-in two workers then settled (`tasks.finish_one`, `tasks.settle_mask`) give what one choice
-between them gives (`animation.figure.choose_mask`)."""
+"""The figure's mask and the rig as the render workers make them, split for speed: the two
+masks finished in two workers then settled (`tasks.finish_one`, `tasks.settle_mask`) give
+what one choice between them gives (`animation.figure.choose_mask`), and the rig built once
+on two threads (`tasks.rig`) is the rig every worker built for itself before."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from animation.figure import choose_mask, crop_for
+from animation.figure import character_of, choose_mask, crop_for, rig_for
 from animation.figure_mask import with_ad_margin
+from animation.motions import load_motion
+from animation.render import RenderOptions, render_motion
 from gateway.rendering import tasks
 
 SAMPLE = Path(__file__).resolve().parents[2] / "gateway" / "sample_drawing.jpg"
@@ -86,3 +89,17 @@ def test_an_answer_with_no_mask_in_it_leaves_opencvs(sample):
     assert empty.unusable is None and empty.consulted
     for settled in (broken, empty):
         assert settled.source == "opencv" and np.array_equal(settled.mask, opencv.mask)
+
+
+def test_the_rig_built_once_on_two_threads_is_the_rig_each_worker_built(sample):
+    crop, keypoints, _ = sample
+    mask = choose_mask(crop, keypoints).mask
+    options = RenderOptions(size=96, max_frames=6)
+    shared = tasks.rig(tasks.RigJob(crop, keypoints, mask, options.size))
+    own = rig_for(character_of(crop, keypoints, mask), options.size)
+    assert np.array_equal(shared.mesh.vertices, own.mesh.vertices)
+    assert np.array_equal(shared.mesh.part, own.mesh.part)
+    assert np.array_equal(shared.texture.index, own.texture.index)
+    assert np.array_equal(shared.texture.palette, own.texture.palette)
+    files = tasks.render(tasks.RenderJob(shared, ["dab"], options))
+    assert files == {"dab": render_motion(own, load_motion("dab"), options)}
