@@ -9,7 +9,8 @@ separate piece; a ball, a caption or the sun lies beside it; a learned mask may 
 onto a shadow. The joints say where the figure is, so they decide:
 
 0. on a learned mask, the inside of an outline round the skeleton is added where the
-   segmenter left it out (a broken outline closed by up to OUTLINE_GAP);
+   segmenter left it out (a broken outline closed by up to OUTLINE_GAP; the strokes its
+   mask comes near taken whole, as far as OUTLINE_REACH past the joints' box);
 1. paper is dropped (OpenCV's mask): broad patches with no ink near them that no inked
    outline encloses; so are bands the mask fills across the crop's edge (the table
    beyond the page, where the photo ends);
@@ -97,6 +98,11 @@ SPILL_SHARE, SPILL_OPENING, SPILL_BONE, SPILL_JOINT_DEPTH = 0.01, 2.0, 2.0, 2.0
 # legs and a cape on the real photos have skips that long (photo 22: IoU 0.66 -> 0.79 at
 # 1/20 against 1/40; the worst loss elsewhere 0.008, from the closed outline's fatter rim).
 OUTLINE_GAP, OUTLINE_GAP_PX = 1 / 20, 3.0
+# ... with the strokes the segmenter's mask comes near taken whole as far as this beyond the
+# joints' box, of the figure's size: a drawn figure runs on past its joints (a hem below the
+# ankles, a back behind the hips: real photos 38 and 02); a page's ruled line runs on far
+# past it (27: at 0.5 the lines of the page and the paper between them came in).
+OUTLINE_REACH = 0.3
 
 
 @dataclass(frozen=True)
@@ -259,7 +265,7 @@ def finish_mask(
         # the outline is faint or broken (a body on blue paper, pencil legs): OpenCV's
         # mask gets the same from `segment.drawn_regions`.
         gap = max(OUTLINE_GAP_PX, OUTLINE_GAP * min(mask.shape))
-        out |= outlines_around_joints(inked & morph.dilate(out, gap), figure, gap)
+        out |= outlines_around_joints(_strokes_near(inked, out, gap, figure), figure, gap)
     feet = None
     if figure is None:
         out = _largest(out)
@@ -296,6 +302,31 @@ def outlines_around_joints(inked: np.ndarray, figure: FigureJoints, gap: float) 
         return np.zeros(inked.shape, bool)
     kept = touched[labels]
     return kept | (morph.dilate(kept, gap) & closed)
+
+
+def _strokes_near(
+    inked: np.ndarray, mask: np.ndarray, reach: float, figure: FigureJoints
+) -> np.ndarray:
+    """(H, W) bool: the ink within `reach` px of `mask`, and the whole of each stroke
+    (8-connected) that comes that near, as far as the joints' box grown by OUTLINE_REACH
+    of the figure's size (at least `reach`).
+
+    A dress's hem or a body's back that the segmenter's mask stops short of then closes
+    the outline as its sides do; a ruled line that runs on across the page is cut off."""
+    near = inked & morph.dilate(mask, reach)
+    if not len(figure.points):
+        return near
+    count, labels = cv2.connectedComponents(inked.astype(np.uint8), connectivity=8)
+    touched = np.zeros(count, bool)
+    touched[labels[near]] = True
+    touched[0] = False
+    margin = max(reach, OUTLINE_REACH * figure.size)
+    (left, top), (right, bottom) = figure.points.min(axis=0), figure.points.max(axis=0)
+    height, width = inked.shape
+    box = np.zeros(inked.shape, bool)
+    box[max(0, int(top - margin)) : min(height, int(bottom + margin) + 1),
+        max(0, int(left - margin)) : min(width, int(right + margin) + 1)] = True  # fmt: skip
+    return near | (touched[labels] & box)
 
 
 def with_ad_margin(mask: np.ndarray) -> np.ndarray:

@@ -22,12 +22,13 @@ from torchserve.training.evaluate_photos import annotate, load_truth, score, sco
 pytestmark = pytest.mark.integration
 TRUTH = {t.name: t for t in load_truth()}
 # Measured with `python -m torchserve.training.evaluate_photos` against `make run`
-# (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.855,
-# 10 below 0.85 (before a stick figure's bays and big feet: 0.836, 13 below; before the
-# edge was put on the ink: 0.796, 16 below; at 84b56e3, before the dark-page,
-# spilled-paper and outline rules: 0.766, 17 below). Issue 26's target is 0.92 with at
-# most three below 0.85: these hold today's level, not it.
-MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.84, 11
+# (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.866,
+# 9 below 0.85 (before a learned mask's strokes were taken whole: 0.855, 10 below; before
+# a stick figure's bays and big feet: 0.836, 13 below; before the edge was put on the ink:
+# 0.796, 16 below; at 84b56e3, before the dark-page, spilled-paper and outline rules:
+# 0.766, 17 below). Issue 26's target is 0.92 with at most three below 0.85: these hold
+# today's level, not it.
+MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.855, 10
 
 
 def _scored(url: str, name: str):
@@ -78,6 +79,17 @@ def test_the_inside_of_a_pencil_outline_with_skips_is_the_figure(gateway):
     # missing). Closed round the skeleton as OpenCV's mask is: 0.96.
     _, got = _scored(gateway.url, "13")
     assert got.iou >= 0.9, got
+
+
+@pytest.mark.parametrize(("name", "iou"), [("38", 0.7), ("02", 0.85)])
+def test_an_outline_the_segmenter_stops_short_of_is_filled_whole(gateway, name, iou):
+    # Real photo 38: the segmenter read the lower half of a pencil dress as legs with paper
+    # between, and the dress's outline, cut off 15 px from its mask, was open at the hem:
+    # IoU 0.488, the dress's inside missing (the balloon beyond the crop is missing still).
+    # Photo 02: a body drawn as one outline, open at its back for the same reason: 0.718.
+    # With the strokes the mask comes near taken whole: 0.712 and 0.888.
+    _, got = _scored(gateway.url, name)
+    assert got.iou >= iou, got
 
 
 @pytest.mark.parametrize("name", ["04", "11", "18", "37", "39"])
