@@ -5,12 +5,12 @@ models for what they find and runs the CPU work in the render workers (rendering
 decode (render worker) -> bbox (given, else the detector) -> crop (`crop_for`) -> keypoints
 (given, else the pose model on the crop) and the segmenter's mask (when TorchServe serves
 it), side by side -> mask (given; else OpenCV's, and with the segmenter's answer the
-better of the two, the two finished side by side in two render workers) -> where a detected figure's mask runs off the crop into a drawing that goes
-on past it (`grown_box`: a body the detector left out), the same again on a crop around the
-whole drawing -> quality warnings. /annotate answers what it found (in the
-upload's pixels); /animate rigs and renders it. Each thing the client gives skips the model
-that would find it; a given mask also fixes the crop (its box), so it skips the detector
-and the segmenter.
+better of the two, the two finished side by side in two render workers) -> where a
+detected figure's mask runs off the crop into a drawing that goes on past it (`grown_box`:
+a body the detector left out), the same again on a crop around the whole drawing ->
+quality warnings. /annotate answers what it found (in the upload's pixels); /animate rigs
+and renders it. Each thing the client gives skips the model that would find it; a given
+mask also fixes the crop (its box), so it skips the detector and the segmenter.
 
 The stage's own CPU work (decoding, the masks) has a budget, FIGURE_BUDGET_S of CPU time
 per request: past it the stage takes the cheapest sound path left (the segmenter's mask as

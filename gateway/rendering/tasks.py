@@ -186,7 +186,7 @@ def _figure_mask(job, mask, warnings, source, unusable, consulted, cpu_s) -> Fig
 # OpenCV's mask and the segmenter's are finished at once, each in its own render worker
 # (`finish_one`), and `settle_mask` chooses (`animation.segment.settled`): the request
 # waits for the slower of the two, not for both one after the other (docs/BENCHMARKS.md,
-# section two-masks).
+# section one-rig).
 @dataclass(frozen=True)
 class FinishJob:
     crop: np.ndarray  # (h, w, 3) uint8: the crop of the model image
@@ -240,8 +240,9 @@ class SettleJob:
 
 
 def settle_mask(job: SettleJob) -> FigureMask:
-    """The mask `find_mask` would give from the two finished in `finish_one`: the better of
-    the two, or the segmenter's alone when finishing it spent the budget."""
+    """The figure's mask from the two finished in `finish_one`, as one worker would settle
+    them (`animation.segment.settled`): the better of the two, or the segmenter's alone
+    when finishing it spent the budget. With `annotate`, the mask in upload pixels too."""
     start = time.process_time()
     figure = FigureJoints.of(job.keypoints)
     learned, drawn = job.learned, job.drawn
