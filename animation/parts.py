@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 import cv2
 import numpy as np
 
+from animation import morph
 from animation.mesh_graph import components, corner_pairs, edge_pairs
 from animation.skeleton import JOINT_INDEX, JOINTS, PARENT_INDEX
 from animation.texture import delta_e
@@ -299,10 +300,10 @@ def body_core(inside: np.ndarray, joints: np.ndarray, width: float = 1.0) -> np.
     if not len(ys) or half_width < BODY_MIN_WIDTH * (max(np.ptp(ys), np.ptp(xs)) + 1):
         return None
     radius = width * half_width
-    deep = (inside >= radius).astype(np.uint8)
+    deep = inside >= radius  # the mask eroded by the disk, from its inside distance
     if not deep.any():
         return None
-    opened = (cv2.distanceTransform(1 - deep, cv2.DIST_L2, 5) <= radius) & (inside > 0)
+    opened = morph.dilate(deep, radius) & (inside > 0)
     _, pieces = cv2.connectedComponents(opened.astype(np.uint8), connectivity=8)
     spine = joints[[JOINT_INDEX["hip"], JOINT_INDEX["torso"]]]
     middle = int(sample(pieces, spine.mean(axis=0)[None])[0])

@@ -330,6 +330,13 @@ def test_an_elbow_placed_on_the_outline_keeps_the_hand_on_through_its_turn(name,
     assert not measure(r, frames).torn.any()
 
 
+def _silhouette_rig(mask: np.ndarray, joints: np.ndarray, grey: int):
+    """The rig of a figure drawn as a flat `grey` silhouette of (H, W) bool `mask` on white
+    paper, with rest `joints` (16, 2)."""
+    texture = np.dstack([np.where(mask, grey, 255).astype(np.uint8)] * 3 + [mask * 255])
+    return build_rig(Character(texture.astype(np.uint8), mask, Skeleton(joints)))
+
+
 def _round_body_with_a_stick_arm() -> tuple[np.ndarray, np.ndarray]:
     """A round body (a disk of radius 60) with a head on top, stick legs and a stick arm
     out to the right; the joints as a pose model places them on such a figure: the right
@@ -355,9 +362,7 @@ def test_an_arm_placed_across_a_round_body_moves_only_what_is_drawn_outside_it()
     # Real photos 10 (an ice cream) and 25 (a dinosaur): the pose put the arms' bones
     # across the body, and the arm parts took the body's mass along them: in a dab the
     # scoop and the belly were carved away with the arm.
-    mask, joints = _round_body_with_a_stick_arm()
-    texture = np.dstack([np.where(mask, 90, 255).astype(np.uint8)] * 3 + [mask * 255])
-    r = build_rig(Character(texture.astype(np.uint8), mask, Skeleton(joints)))
+    r = _silhouette_rig(*_round_body_with_a_stick_arm(), grey=90)
     arm = np.isin(r.mesh.part, [PART_INDEX["right_upper_arm"], PART_INDEX["right_lower_arm"]])
     arm &= r.mesh.layer > 0  # the triangles drawn as the arm, not its backing
     centres = r.mesh.vertices[r.mesh.triangles].mean(axis=1)
@@ -394,9 +399,7 @@ def test_a_stick_figures_arms_are_not_taken_for_its_body():
         right_hip=(100, 160), right_knee=(85, 202), right_foot=(70, 245),
         left_hip=(100, 160), left_knee=(115, 202), left_foot=(130, 245),
     )  # fmt: skip
-    mask = mask.astype(bool)
-    texture = np.dstack([np.where(mask, 40, 255).astype(np.uint8)] * 3 + [mask * 255])
-    r = build_rig(Character(texture.astype(np.uint8), mask, Skeleton(joints)))
+    r = _silhouette_rig(mask.astype(bool), joints, grey=40)
     arms = np.isin(r.mesh.part, [PART_INDEX[p] for p in PARTS if p.endswith("arm")])
     arms &= ~np.isin(r.mesh.part, list(r.mesh.binding.still)) & (r.mesh.layer > 0)
     centres = r.mesh.vertices[r.mesh.triangles].mean(axis=1)

@@ -126,10 +126,20 @@ def test_a_big_foot_at_the_end_of_a_leg_stays(gateway, name):
     assert (answer.mask & foot).sum() > 0.93 * foot.sum()
 
 
-def _served_rig(url: str, name: str, folder):
-    """Real photo `name` annotated by the service and rigged as it rigs it for 256 px."""
-    made = character_folder(url, real_photo(TRUTH[name].photo), folder)
-    return rig_for(load_character(made), 256)
+@pytest.fixture(scope="module")
+def served_rig(gateway, tmp_path_factory):
+    """Real photo NAME annotated by the service and rigged as it rigs it for 256 px, once
+    for the module."""
+    rigs = {}
+
+    def rig_of(name: str):
+        if name not in rigs:
+            folder = tmp_path_factory.mktemp(f"photo{name}")
+            made = character_folder(gateway.url, real_photo(TRUTH[name].photo), folder)
+            rigs[name] = rig_for(load_character(made), 256)
+        return rigs[name]
+
+    return rig_of
 
 
 def _torn_frames(r, motion: str) -> int:
@@ -146,42 +156,42 @@ def _deep(r) -> np.ndarray:
     return moving & (inside[centres[:, 1], centres[:, 0]] >= 0.5 * torso_width)
 
 
-def test_arms_placed_across_a_round_body_leave_the_body_whole(gateway, tmp_path):
+def test_arms_placed_across_a_round_body_leave_the_body_whole(served_rig):
     # Real photo 10, an ice cream: the pose ran its arms' bones up into the scoop, the arm
     # parts took the scoop between them (72 triangles half the torso's width deep or more),
     # and in a dab the scoop was torn apart with the arms. No arm may now move a triangle
     # that deep inside the figure.
-    r = _served_rig(gateway.url, "10", tmp_path)
+    r = served_rig("10")
     assert not (_arms(r) & _deep(r)).any()
     assert _torn_frames(r, "dab") == 0
 
 
-def test_legs_placed_in_a_trees_broad_base_leave_the_tree_whole(gateway, tmp_path):
+def test_legs_placed_in_a_trees_broad_base_leave_the_tree_whole(served_rig):
     # Real photo 12: the pose put the hips and knees inside the tree's base, and the legs
     # took 28 triangles of it half the torso's width deep or more: walking, the tree opened
     # white slits. Legs give up the body's mass where it is far thicker than the trunk.
-    r = _served_rig(gateway.url, "12", tmp_path)
+    r = served_rig("12")
     legs = np.isin(r.mesh.part, [PART_INDEX[p] for p in PARTS if p.endswith("leg")])
     assert not (legs & _deep(r)).any()
 
 
-def test_a_star_on_a_trees_top_moves_with_its_head_not_as_an_arm(gateway, tmp_path):
+def test_a_star_on_a_trees_top_moves_with_its_head_not_as_an_arm(served_rig):
     # Real photo 12, a Christmas tree: the pose ran the left arm up into the star on top,
     # and the star's right half (36 triangles above the face) swung as the arm, tearing the
     # star apart. An "arm" joined to the head along far more than to the body is the head's.
-    r = _served_rig(gateway.url, "12", tmp_path)
+    r = served_rig("12")
     face = r.character.skeleton.rest[JOINT_INDEX["neck"]]
     above = r.mesh.vertices[r.mesh.triangles].mean(axis=1)[:, 1] < face[1]
     drawn_above = above & (r.mesh.layer > 0)
     assert drawn_above.sum() > 20 and not (drawn_above & _arms(r)).any()
 
 
-def test_a_sleeve_drawn_against_a_jacket_never_tears_off_it(gateway, tmp_path):
+def test_a_sleeve_drawn_against_a_jacket_never_tears_off_it(served_rig):
     # Real photo 18: the sleeves lie against the jacket, whose shoulders are body mass. With
     # the forearm swinging about its elbow while its whole length lay against the body, it
     # came off the jacket: 9 torn frames in `hop`, 2 in `box`, 4 in `dizzy`. Such an arm is
     # kept still.
-    r = _served_rig(gateway.url, "18", tmp_path)
+    r = served_rig("18")
     assert {PART_INDEX["right_upper_arm"], PART_INDEX["right_lower_arm"]} <= set(
         r.mesh.binding.still
     )
