@@ -28,8 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from animation.character import Character, for_output, with_stroke_floor
-from animation.crop import crop_box, margin_lost, paper_beyond, whole_drawing, without_paper
-from animation.figure_mask import FigureJoints, FinishedMask
+from animation.crop import (
+    CROP_MARGIN,
+    crop_box,
+    margin_lost,
+    paper_beyond,
+    whole_drawing,
+    without_paper,
+)
+from animation.figure_mask import ALL_EDGES, Edges, FigureJoints, FinishedMask
 from animation.paper import light_page
 from animation.render import Rig, build_rig
 from animation.segment import figure_mask
@@ -61,6 +68,18 @@ class Crop:
 
     box: Box
     pads: Box = NO_PADS
+
+    @property
+    def open_edges(self) -> Edges:
+        """Which of the crop's edges (left, top, right, bottom) the image goes on past
+        (`finish_mask`): not where the image's own edge cut off half its margin or more,
+        the figure's box lying against it (an upload cropped tight round the figure)."""
+        width, height = self.size
+        left, top, right, bottom = self.pads
+        # The margin on each side is CROP_MARGIN of the box the whole crop grew from.
+        dx = CROP_MARGIN * (width + left + right) / (1 + 2 * CROP_MARGIN)
+        dy = CROP_MARGIN * (height + top + bottom) / (1 + 2 * CROP_MARGIN)
+        return left < dx / 2, top < dy / 2, right < dx / 2, bottom < dy / 2
 
     @property
     def size(self) -> tuple[int, int]:
@@ -115,13 +134,15 @@ def choose_mask(
     keypoints: np.ndarray,
     learned: np.ndarray | None = None,
     budget_s: float | None = None,
+    open_edges: Edges = ALL_EDGES,
 ) -> FinishedMask:
     """The figure's mask in the (h, w, 3) uint8 `crop` with its 17 COCO `keypoints` (x, y in
     crop px): OpenCV's, or with a segmenter's (h, w) bool mask `learned`, the better of the
     two (the segmenter's alone past `budget_s` CPU seconds: `segment.figure_mask`); with
-    its warnings and its source either way."""
+    its warnings and its source either way. `open_edges`: the crop's edges the image goes
+    on past (`Crop.open_edges`)."""
     joints = FigureJoints.of(np.asarray(keypoints)[:, :2])
-    return figure_mask(light_page(crop), joints, learned=learned, budget_s=budget_s)
+    return figure_mask(light_page(crop), joints, learned, budget_s, open_edges)
 
 
 def grown_box(

@@ -19,7 +19,10 @@ onto a shadow. The joints say where the figure is, so they decide:
    every other piece is dropped;
 3. a blob that only touches the figure at a narrow neck (a held ball, a balloon) and
    holds no joint and no bone is cut off; one at a foot up to a big shoe's size is kept
-   apart (`FinishedMask.feet`), for the mask chosen to get back;
+   apart (`FinishedMask.feet`), for the mask chosen to get back; a thin stroke that runs
+   on far to the crop's edge holding no joint, no bone and no hand (a page's ruled line)
+   is cut where it leaves the figure, and kept apart (`FinishedMask.lines`) for the
+   second crop to look at;
 4. the figure's pieces are joined into one: along the bones first (the gap an arm block
    leaves at the shoulder lies on the upper-arm bone), else at their nearest points; a
    speck (a grainy page's grain) joins only a stroke right beside it, unless it is on
@@ -61,6 +64,11 @@ NECK_RADIUS = 0.05  # of the skeleton's size: a blob joined through a neck thinn
 HAND_REACH = 0.5  # ... unless it lies this close to a hand or foot, in its bone's lengths,
 HAND_SIZE = 0.3  # and is no bigger than a hand: this radius, in the same lengths
 HEAD_REACH = 2.5  # ... or on the head: this close to its joint, in its bone's lengths
+# A thin stroke that runs on to the crop's edge this far from the figure's broad parts, of
+# its size, is a line across the page (`_cut_lines_off_the_crop`; real photo 27's: 0.53),
+# not a leg the crop cut (real photos 12 and 19: up to 0.15; real-dev's bug, char5, whose
+# joints span less than its body: 0.35).
+LINE_REACH = 0.45
 # A blob at the end of a leg this close and up to this radius, in the shin's lengths, is a
 # big shoe (children draw big shoes on short legs: real photos 09, 14, 32). It is added
 # after the two masks are compared (`FinishedMask.feet`): compared with it, real photo 13's
@@ -103,6 +111,10 @@ OUTLINE_GAP, OUTLINE_GAP_PX = 1 / 20, 3.0
 # ankles, a back behind the hips: real photos 38 and 02); a page's ruled line runs on far
 # past it (27: at 0.5 the lines of the page and the paper between them came in).
 OUTLINE_REACH = 0.3
+
+
+Edges = tuple[bool, bool, bool, bool]  # left, top, right, bottom
+ALL_EDGES: Edges = (True, True, True, True)
 
 
 @dataclass(frozen=True)
@@ -195,6 +207,17 @@ class FigureJoints:
                 found |= (distance <= reach * bone) & (radius <= size * bone)
         return found
 
+    @cached_property
+    def hands(self) -> list[tuple[np.ndarray, float]]:
+        """Each hand's joint (2,) (the end of a limb that is neither a foot nor the head)
+        and the length of its bone, px."""
+        parents = set(self.bones[:, 1].tolist())
+        return [
+            (self.points[a], float(np.linalg.norm(self.points[a] - self.points[b])))
+            for a, b in self.bones
+            if a not in parents and a not in self.feet and a != self.head
+        ]
+
     def head_bone(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The head's joint (2,) and the joint it hangs from (the chest), or None."""
         bones = [(a, b) for a, b in self.bones if a == self.head]
@@ -230,11 +253,20 @@ class FinishedMask:
     # (H, W) bool: blobs at the feet bigger than a hand (big shoes), left out of `mask` so
     # that masks are compared without them (`segment.choose`); None when there are none.
     feet: np.ndarray | None = None
+    # (H, W) bool: thin strokes cut where they left the figure for the crop's edge
+    # (`_cut_lines_off_the_crop`): a line across the page, or a drawing that goes on past
+    # the crop, which the second crop looks at (`crop.whole_drawing`); None when none.
+    lines: np.ndarray | None = None
 
     @property
     def with_feet(self) -> np.ndarray:
         """(H, W) bool: `mask` with its big feet."""
         return self.mask if self.feet is None else self.mask | self.feet
+
+    @property
+    def reaching(self) -> np.ndarray:
+        """(H, W) bool: `mask` with the lines cut off it: what runs on to the crop's edge."""
+        return self.mask if self.lines is None else self.mask | self.lines
 
 
 def finish_mask(
@@ -243,6 +275,7 @@ def finish_mask(
     joints: Skeleton | np.ndarray | FigureJoints | None,
     ink: InkMap | None = None,
     learned: bool = False,
+    open_edges: Edges = ALL_EDGES,
 ) -> FinishedMask:
     """One figure from a raw (H, W) bool `mask` of the (H, W, 3) uint8 crop `rgb`.
 
@@ -252,6 +285,9 @@ def finish_mask(
     what is paper and carries the margin (it learned both from AnimatedDrawings-style
     masks): step 1's broad patches and step 7 are skipped (with the first its masks
     matched the annotated ones worse, on held-out synthetic drawings and on real-dev).
+    `open_edges`: which of the crop's edges (left, top, right, bottom) the image goes on
+    past; a stroke running to one of the others runs to the upload's own edge, cropped
+    tight round the figure, and is the figure's (`_cut_lines_off_the_crop`).
     """
     if mask.shape != rgb.shape[:2]:
         raise ValueError(f"mask {mask.shape} does not match the image {rgb.shape[:2]}")
@@ -266,12 +302,13 @@ def finish_mask(
         # mask gets the same from `segment.drawn_regions`.
         gap = max(OUTLINE_GAP_PX, OUTLINE_GAP * min(mask.shape))
         out |= outlines_around_joints(_strokes_near(inked, out, gap, figure), figure, gap)
-    feet = None
+    feet, lines = None, None
     if figure is None:
         out = _largest(out)
     else:
         out = _figure_pieces(out, figure)
         out, feet = _cut_glued_blobs(out, figure)
+        out, lines = _cut_lines_off_the_crop(out, figure, open_edges)
         thickness = max(3, int(round(ink.stroke_width)))
         out = _join_pieces(out, figure, thickness, ink.stroke_width)
         out = _reach_joints(out, figure, thickness)
@@ -282,8 +319,10 @@ def finish_mask(
         out = with_ad_margin(out)
     if feet is not None:
         feet = fill_holes(out | (feet if learned else with_ad_margin(feet))) & ~out
+    if lines is not None:
+        lines &= ~out
     warnings = mask_warnings(out, inked, figure)
-    return FinishedMask(out, warnings, "learned" if learned else "opencv", feet)
+    return FinishedMask(out, warnings, "learned" if learned else "opencv", feet, lines)
 
 
 def outlines_around_joints(inked: np.ndarray, figure: FigureJoints, gap: float) -> np.ndarray:
@@ -590,6 +629,48 @@ def _cut_glued_blobs(
         return kept, None
     with_shoes = _figure_pieces(mask & ~morph.dilate(~shoes[labels], radius), figure)
     return kept, with_shoes & ~kept
+
+
+def _cut_lines_off_the_crop(
+    mask: np.ndarray, figure: FigureJoints, open_edges: Edges = ALL_EDGES
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """`mask` less its thin strokes that run on to the crop's `open_edges` (see
+    `finish_mask`) holding no joint and no bone, as far as LINE_REACH of the figure's size
+    from its broad parts, unless they leave the figure at a hand: a page's ruled line or a
+    ground line is cut where it leaves the figure (issue 26's rule; real photo 27); a pole
+    or a string the figure holds stays. Also what was cut (None if nothing): a drawing
+    that goes on past the crop (a pig's body the detector left out) looks the same here,
+    and the second crop (`crop.whole_drawing`) tells the two apart.
+
+    Thin is what an opening with the necks' disc (NECK_RADIUS) leaves out of the mask,
+    beyond that disc from what it keeps: a stick limb is thin too, but holds its joints."""
+    rims = (mask[:, 0], mask[0], mask[:, -1], mask[-1])
+    if not len(figure.bones) or not any(
+        rim.any() for rim, side in zip(rims, open_edges, strict=True) if side
+    ):
+        return mask, None
+    radius = max(2.0, NECK_RADIUS * figure.size)
+    far = cv2.distanceTransform((~morph.opening(mask, radius)).astype(np.uint8), cv2.DIST_L2, 3)
+    thin = mask & (far > radius)
+    count, labels = cv2.connectedComponents(thin.astype(np.uint8), connectivity=8)
+    edge = np.zeros(count, bool)
+    sides = (labels[:, 0], labels[0], labels[:, -1], labels[-1])
+    for rim, side in zip(sides, open_edges, strict=True):
+        edge[rim] |= side
+    edge &= ~figure.labels_touched(labels, count)
+    edge[0] = False
+    hands = np.zeros(mask.shape, np.uint8)
+    for point, bone in figure.hands:
+        cv2.circle(hands, _px(point), max(1, int(round(HAND_REACH * bone))), 1, -1)
+    edge[labels[hands > 0]] = False
+    if not edge.any():
+        return mask, None
+    # A line runs on far past the figure; a leg the crop cuts off ends nearer (LINE_REACH).
+    edge &= ndimage.maximum(far, labels, np.arange(count)) >= LINE_REACH * figure.size
+    if not edge.any():
+        return mask, None
+    cut = edge[labels]
+    return mask & ~cut, cut
 
 
 def _join_pieces(

@@ -27,6 +27,8 @@ import numpy as np
 
 from animation import morph
 from animation.figure_mask import (
+    ALL_EDGES,
+    Edges,
     FigureJoints,
     FinishedMask,
     edge_on_ink,
@@ -92,6 +94,7 @@ def figure_mask(
     joints: Skeleton | np.ndarray | FigureJoints | None,
     learned: np.ndarray | None = None,
     budget_s: float | None = None,
+    open_edges: Edges = ALL_EDGES,
 ) -> FinishedMask:
     """The mask the rig gets, with its warnings and its source: OpenCV's from the (H, W, 3)
     uint8 crop, or, given the segmenter's `learned` (H, W) bool mask, the one `choose`
@@ -101,21 +104,25 @@ def figure_mask(
     `budget_s`: the CPU seconds this may spend (None: no limit). The segmenter's mask is
     finished first; past the budget it is the answer, with the warning `over_budget`,
     and OpenCV's is never made. Without a segmenter's mask OpenCV's is the only one.
+    `open_edges`: the crop's edges the image goes on past (`finish_mask`).
     """
     start = time.process_time()
     ink = ink_map(rgb)
     figure = None if joints is None else FigureJoints.of(joints)
     model = None
     if learned is not None:
-        model = finish_mask(np.asarray(learned, bool), rgb, figure, ink=ink, learned=True)
+        model = finish_mask(np.asarray(learned, bool), rgb, figure, ink, True, open_edges)
         if budget_s is not None and time.process_time() - start > budget_s:
             return settled(None, model, ink.ink, figure, over_budget=True)
-    return settled(opencv_mask(rgb, figure, ink), model, ink.ink, figure)
+    return settled(opencv_mask(rgb, figure, ink, open_edges), model, ink.ink, figure)
 
 
-def opencv_mask(rgb: np.ndarray, figure: FigureJoints | None, ink: InkMap) -> FinishedMask:
-    """OpenCV's mask of the (H, W, 3) uint8 crop whose `ink_map` is `ink`, finished."""
-    return finish_mask(drawn_regions(ink, figure), rgb, figure, ink=ink)
+def opencv_mask(
+    rgb: np.ndarray, figure: FigureJoints | None, ink: InkMap, open_edges: Edges = ALL_EDGES
+) -> FinishedMask:
+    """OpenCV's mask of the (H, W, 3) uint8 crop whose `ink_map` is `ink`, finished
+    (`open_edges`: see `finish_mask`)."""
+    return finish_mask(drawn_regions(ink, figure), rgb, figure, ink, False, open_edges)
 
 
 def settled(
@@ -137,7 +144,8 @@ def settled(
         chosen = choose(drawn, learned, figure)
     warnings = (*chosen.warnings, "over_budget") if over_budget else chosen.warnings
     edged = edge_on_ink(chosen.with_feet, inked, figure)
-    return replace(chosen, mask=edged, warnings=warnings, feet=None)
+    lines = None if chosen.lines is None else chosen.lines & ~edged
+    return replace(chosen, mask=edged, warnings=warnings, feet=None, lines=lines)
 
 
 def choose(

@@ -162,14 +162,14 @@ class FigureStage:
 
         where = self._crop(scale, bbox, points, given)
         crop, keypoints, mask = figure_in(where)
-        regrow = score is not None and runs_off(mask.mask, where.box, (width, height))
+        regrow = score is not None and runs_off(mask.reaching, where.box, (width, height))
         if regrow and budget.left() <= 0:
             mask = _over_budget(mask)
         elif regrow:
             with timer.stage("whole_drawing"):
                 grown = self._run(
                     tasks.whole_drawing,
-                    tasks.WholeDrawingJob(decoded.rgb, where, mask.mask, bbox),
+                    tasks.WholeDrawingJob(decoded.rgb, where, mask.reaching, bbox),
                     client,
                 )
             if grown is not None:  # the detector boxed a part of the drawing: crop again

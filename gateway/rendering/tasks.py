@@ -113,6 +113,14 @@ class FigureMask:
     unusable: str | None = None
     consulted: bool = False  # a segmenter's mask took part in the choice (whichever won)
     cpu_s: float = 0.0  # CPU time making it took
+    # (h, w) bool: strokes cut off where they left the figure for the crop's edge (the
+    # second crop looks at them: `FinishedMask.lines`); None when none.
+    lines: np.ndarray | None = None
+
+    @property
+    def reaching(self) -> np.ndarray:
+        """(h, w) bool: the mask with the lines cut off it: what runs on to the crop's edge."""
+        return self.mask if self.lines is None else self.mask | self.lines
 
 
 def learned_mask(answer: str, shape: tuple[int, int]) -> np.ndarray | None:
@@ -155,8 +163,8 @@ def find_mask(job: MaskJob) -> FigureMask:
     start = time.process_time()
     figure = FigureJoints.of(job.keypoints)
     if job.given is None:
-        found = choose_mask(job.crop, job.keypoints)
-        mask, warnings, source = found.mask, found.warnings, found.source
+        found = choose_mask(job.crop, job.keypoints, open_edges=job.where.open_edges)
+        mask, warnings, source, lines = found.mask, found.warnings, found.source, found.lines
         if job.annotate:  # what rigging will do about the joints, for the person to fix
             warnings += joint_warnings(mask, figure)
     else:
@@ -167,11 +175,12 @@ def find_mask(job: MaskJob) -> FigureMask:
             if job.annotate
             else ()
         )
-        source = "given"
-    return _figure_mask(job, mask, warnings, source, None, False, time.process_time() - start)
+        source, lines = "given", None
+    cpu_s = time.process_time() - start
+    return _figure_mask(job, mask, warnings, source, None, False, cpu_s, lines)
 
 
-def _figure_mask(job, mask, warnings, source, unusable, consulted, cpu_s) -> FigureMask:
+def _figure_mask(job, mask, warnings, source, unusable, consulted, cpu_s, lines) -> FigureMask:
     """The task's answer; with `job.annotate`, with the mask in the upload's pixels."""
     upload_box, png = None, None
     if job.annotate:
@@ -179,7 +188,7 @@ def _figure_mask(job, mask, warnings, source, unusable, consulted, cpu_s) -> Fig
         buf = io.BytesIO()
         Image.fromarray(upload_mask.astype(np.uint8) * 255).save(buf, format="PNG", optimize=True)
         png = buf.getvalue()
-    return FigureMask(mask, warnings, upload_box, png, source, unusable, consulted, cpu_s)
+    return FigureMask(mask, warnings, upload_box, png, source, unusable, consulted, cpu_s, lines)
 
 
 # ---- with the segmenter's answer: the two masks side by side -----------------------------
@@ -217,13 +226,13 @@ def finish_one(job: FinishJob) -> Finished:
     figure = FigureJoints.of(job.keypoints)
     unusable, mask = None, None
     if job.learned is None:
-        mask = opencv_mask(page, figure, ink)
+        mask = opencv_mask(page, figure, ink, job.where.open_edges)
     elif job.learned:
         raw = _learned_on_crop(job.learned, job.crop, job.where)
         if raw is None:
             unusable = "bad_mask"
         else:
-            mask = finish_mask(raw, page, figure, ink=ink, learned=True)
+            mask = finish_mask(raw, page, figure, ink, True, job.where.open_edges)
     spent = time.process_time() - start
     over = mask is not None and job.budget_s is not None and spent > job.budget_s
     return Finished(mask, ink.ink, unusable, over, spent)
@@ -255,7 +264,7 @@ def settle_mask(job: SettleJob) -> FigureMask:
         warnings += joint_warnings(found.mask, figure)
     cpu_s = time.process_time() - start + drawn.cpu_s + learned.cpu_s
     return _figure_mask(job, found.mask, warnings, found.source, learned.unusable,
-                        learned.unusable is None, cpu_s)  # fmt: skip
+                        learned.unusable is None, cpu_s, found.lines)  # fmt: skip
 
 
 # ---- the second crop --------------------------------------------------------------------
@@ -263,7 +272,7 @@ def settle_mask(job: SettleJob) -> FigureMask:
 class WholeDrawingJob:
     rgb: np.ndarray  # (H, W, 3) uint8: the model image
     where: Crop  # the detector's crop
-    mask: np.ndarray  # (h, w) bool: the figure found in it
+    mask: np.ndarray  # (h, w) bool: the figure found in it, with its lines (`reaching`)
     bbox: tuple[float, float, float, float]  # the detector's box
 
 

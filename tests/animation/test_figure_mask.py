@@ -343,3 +343,33 @@ def test_a_band_the_mask_fills_across_the_crops_edge_is_not_the_figure(stick):
     assert finished.mask[-8:].mean() < 0.05
     assert finished.mask[stick.figure].mean() > 0.97
     assert _pieces(finished.mask) == 1
+
+
+def test_a_line_across_the_page_is_cut_where_it_leaves_the_figure_but_a_held_pole_stays():
+    # Real photo 27's kind: a page's ruled line runs through a crayon body and on to both
+    # edges of the crop; the figure also holds a pole that runs off the top. The line holds
+    # no joint and no bone and runs on far from the figure: it is cut where it leaves it.
+    # The pole leaves it at a hand.
+    page = pages.block_figure(2, gap=0)
+    line = np.zeros(page.figure.shape, np.uint8)
+    cv2.line(line, (0, 222), (SIZE - 1, 222), 1, 2)
+    hx, hy = np.round(page.skeleton["right_hand"]).astype(int)
+    pole = np.zeros_like(line)
+    cv2.line(pole, (int(hx) - 4, int(hy) + 4), (40, 0), 1, 4)
+    ink = pages.photograph(np.maximum(line, pole).astype(np.float32), (60, 60, 70),
+                           (255, 255, 255), 3, grain=0)  # fmt: skip
+    rgb = (page.rgb.astype(np.float32) * ink / 255).astype(np.uint8)
+    mask = morph.dilate(page.figure | (line > 0) | (pole > 0), 2)
+    finished = finish_mask(mask, rgb, page.skeleton)
+    away = ~morph.dilate(page.figure, 20)  # a stub as long as the necks' disc stays
+    assert finished.mask[(line > 0) & away].mean() < 0.05
+    assert finished.mask[(pole > 0) & away].mean() > 0.95
+    assert finished.mask[page.figure].mean() > 0.97
+    assert _pieces(finished.mask) == 1
+    # What was cut is kept apart: a drawing going on past the crop looks the same here,
+    # and the second crop (`crop.whole_drawing`) tells the two apart.
+    assert finished.reaching[(line > 0) & away].mean() > 0.95
+    # Where the crop's edge is the upload's own (cropped tight round the figure), a stroke
+    # running to it is the figure's.
+    tight = finish_mask(mask, rgb, page.skeleton, open_edges=(False, True, False, True))
+    assert tight.mask[(line > 0) & away].mean() > 0.95

@@ -23,12 +23,12 @@ pytestmark = pytest.mark.integration
 TRUTH = {t.name: t for t in load_truth()}
 # Measured with `python -m torchserve.training.evaluate_photos` against `make run`
 # (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.866,
-# 9 below 0.85 (before a learned mask's strokes were taken whole: 0.855, 10 below; before
-# a stick figure's bays and big feet: 0.836, 13 below; before the edge was put on the ink:
-# 0.796, 16 below; at 84b56e3, before the dark-page, spilled-paper and outline rules:
-# 0.766, 17 below). Issue 26's target is 0.92 with at most three below 0.85: these hold
-# today's level, not it.
-MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.855, 10
+# 8 below 0.85 (before lines running off the crop were cut: 9 below; before a learned
+# mask's strokes were taken whole: 0.855, 10 below; before a stick figure's bays and big
+# feet: 0.836, 13 below; before the edge was put on the ink: 0.796, 16 below; at 84b56e3,
+# before the dark-page, spilled-paper and outline rules: 0.766, 17 below). Issue 26's
+# target is 0.92 with at most three below 0.85: these hold today's level, not it.
+MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.86, 8
 
 
 def _scored(url: str, name: str):
@@ -90,6 +90,14 @@ def test_an_outline_the_segmenter_stops_short_of_is_filled_whole(gateway, name, 
     # With the strokes the mask comes near taken whole: 0.712 and 0.888.
     _, got = _scored(gateway.url, name)
     assert got.iou >= iou, got
+
+
+def test_a_ruled_line_is_cut_where_it_leaves_the_figure(gateway):
+    # Real photo 27, a footballer on lined paper: a page's line and a stroke from the right
+    # foot ran on to the crop's edge with the figure, 4.3% of its area more than 10 px
+    # outside it (IoU 0.840); cut where they leave it: 2.1% (0.858). The poles it holds
+    # up stay.
+    assert _beyond(gateway.url, "27", 10) < 0.03
 
 
 @pytest.mark.parametrize("name", ["04", "11", "18", "37", "39"])

@@ -160,10 +160,22 @@ def three_masks(
     segmenter sees ``pads`` of paper round the crop. The truths scored here (the
     generator's, AnimatedDrawings') carry a margin round the ink that the served masks do
     not: those are given it (`with_ad_margin`), the segmenter's has it already."""
+    return _paths(piece, joints, pads)[0]
+
+
+def _paths(
+    piece: np.ndarray, joints: object, pads: tuple[int, int, int, int]
+) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """`three_masks`, and the gateway's with the lines cut off it where they ran to the
+    crop's edge (`FinishedMask.reaching`, with the margin): what the second crop looks at."""
     learned = segment(piece, pads)
     page = light_page(piece)  # as `figure.choose_mask` finds the mask
-    drawn, served = figure_mask(page, joints).mask, figure_mask(page, joints, learned).mask
-    return learned, with_ad_margin(drawn), with_ad_margin(served)
+    height, width = piece.shape[:2]
+    edges = Crop((0, 0, width, height), pads).open_edges
+    drawn = figure_mask(page, joints, open_edges=edges).mask
+    served = figure_mask(page, joints, learned, open_edges=edges)
+    masks = learned, with_ad_margin(drawn), with_ad_margin(served.mask)
+    return masks, with_ad_margin(served.reaching)
 
 
 def _seen(piece: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
@@ -173,19 +185,23 @@ def _seen(piece: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
     return Crop((0, 0, width, height), pads).seen(piece)
 
 
-def _masks(image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray) -> list[np.ndarray]:
-    """The masks per PATHS of the crop at ``bbox``, each pasted into a page-sized canvas.
-    ``keypoints`` (17, 2+) in the photo's pixels."""
+def _masks(
+    image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """The masks per PATHS of the crop at ``bbox``, each pasted into a page-sized canvas,
+    and the gateway's with its lines (`_paths`), the crop's size. ``keypoints`` (17, 2+) in
+    the photo's pixels."""
     piece, origin = crop(image, bbox)
     h, w = piece.shape[:2]
     x0, y0 = int(origin[0]), int(origin[1])
     pages = []
     pads = margin_lost(bbox, image.shape[1::-1], CROP_MARGIN)
-    for mask in three_masks(np.ascontiguousarray(piece), keypoints[:, :2] - origin, pads):
+    masks, reaching = _paths(np.ascontiguousarray(piece), keypoints[:, :2] - origin, pads)
+    for mask in masks:
         page = np.zeros(image.shape[:2], bool)
         page[y0 : y0 + h, x0 : x0 + w] = mask
         pages.append(page)
-    return pages
+    return pages, reaching
 
 
 def _served(image: np.ndarray, bbox: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -193,16 +209,15 @@ def _served(image: np.ndarray, bbox: np.ndarray) -> tuple[np.ndarray, list[np.nd
     detector's `bbox`: cropped again around the whole drawing when the gateway's mask runs
     off the first crop into it."""
     points = _keypoints(image, bbox)
-    pages = _masks(image, bbox, points)
+    pages, reaching = _masks(image, bbox, points)
     piece, origin = crop(image, bbox)
     (x0, y0), (h, w) = origin.astype(int), piece.shape[:2]
-    gateway = pages[PATHS.index("gateway")][y0 : y0 + h, x0 : x0 + w]
-    whole = whole_drawing(image, (x0, y0, x0 + w, y0 + h), gateway)
+    whole = whole_drawing(image, (x0, y0, x0 + w, y0 + h), reaching)
     if whole is None:
         return points, pages
     bbox = np.r_[np.minimum(bbox[:2], whole[:2]), np.maximum(bbox[2:], whole[2:])]
     points = _keypoints(image, bbox)
-    return points, _masks(image, bbox, points)
+    return points, _masks(image, bbox, points)[0]
 
 
 def score_one(job: tuple[int, str]) -> Scores:
@@ -222,7 +237,7 @@ def score_one(job: tuple[int, str]) -> Scores:
         iou = 0.0
         served = np.where(truth[:, 2] > 0, 0.0, np.nan)
         served_ious = [0.0] * len(PATHS)
-    true_masks = _masks(sample.image, true_box, truth)
+    true_masks = _masks(sample.image, true_box, truth)[0]
     true_ious = [mask_iou(m, sample.mask) for m in true_masks]
     inside = tuple(share_inside(m, truth) for m in (*true_masks, sample.mask))
     return Scores(
