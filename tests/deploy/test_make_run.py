@@ -137,7 +137,7 @@ class MakeRun:
 
     def supervisor(self) -> psutil.Process:
         for proc in psutil.Process(self.make.pid).children():
-            if proc.cmdline()[-1:] == ["gateway.tools.devserver"]:
+            if _cmdline(proc)[-1:] == ["gateway.tools.devserver"]:
                 return proc
         raise AssertionError(f"no supervisor under make:\n{self.tail()}")
 
@@ -189,7 +189,7 @@ def assert_torchserve_yields_to_the_gateway(procs: list[psutil.Process], ts_grou
     torchserve = [p for p in procs if _pgid(p.pid) == ts_group]
     assert len(torchserve) >= 2
     assert {p.nice() for p in torchserve} == {TORCHSERVE_NICENESS}
-    gunicorn = [p for p in procs if "gunicorn" in " ".join(p.cmdline())]
+    gunicorn = [p for p in procs if "gunicorn" in " ".join(_cmdline(p))]
     assert gunicorn and {p.nice() for p in gunicorn} == {0}
     autogroup = Path(f"/proc/{ts_group}/autogroup")
     if autogroup.is_file():  # "/autogroup-13 nice 10"
@@ -198,7 +198,7 @@ def assert_torchserve_yields_to_the_gateway(procs: list[psutil.Process], ts_grou
 
 def worker(procs: list[psutil.Process]) -> psutil.Process:
     """The job worker (`python -m gateway.worker`, not its render processes)."""
-    (found,) = [p for p in procs if p.cmdline()[-2:] == ["-m", "gateway.worker"]]
+    (found,) = [p for p in procs if _cmdline(p)[-2:] == ["-m", "gateway.worker"]]
     return found
 
 
@@ -208,7 +208,7 @@ def assert_redis_and_worker_run(run: MakeRun, procs: list[psutil.Process], check
     Without redis-server: neither, and make run says that jobs run in the gateway."""
     instance = run.instance
     if not REDIS_SERVER:
-        assert not [p for p in procs if "gateway.worker" in " ".join(p.cmdline())]
+        assert not [p for p in procs if "gateway.worker" in " ".join(_cmdline(p))]
         assert "the gateway runs jobs in its embedded queue" in run.output()
         return
     url = f"redis://127.0.0.1:{instance.redis_port}/0"
@@ -251,7 +251,7 @@ def wait_all_gone(procs: list[psutil.Process], ports: list[int], timeout: float)
         if not alive and not open_ports:
             return time.monotonic() - start
         if time.monotonic() - start > timeout:
-            names = [f"{p.pid} {' '.join(p.cmdline())[:100]}" for p in alive if _alive(p)]
+            names = [f"{p.pid} {' '.join(_cmdline(p))[:100]}" for p in alive if _alive(p)]
             raise AssertionError(f"left running: {names}; listening: {open_ports}")
         time.sleep(0.1)
 
@@ -260,6 +260,15 @@ def wait_listening(port: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not listening(port) and time.monotonic() < deadline:
         time.sleep(0.2)
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    """`proc`'s command line; empty for a process that has exited (a zombie, or gone),
+    whose command line can no longer be read."""
+    try:
+        return proc.cmdline()
+    except psutil.Error:
+        return []
 
 
 def _alive(proc: psutil.Process) -> bool:
