@@ -17,9 +17,11 @@ onto a shadow. The joints say where the figure is, so they decide:
 2. the pieces that hold a joint, or that a bone (a joint-to-parent segment) runs through,
    are the figure, and so are hand-sized pieces at a limb's end and things on the head;
    every other piece is dropped;
-3. a blob that only touches the figure at a narrow neck (a held ball, a balloon) and
-   holds no joint and no bone is cut off; one at a foot up to a big shoe's size is kept
-   apart (`FinishedMask.feet`), for the mask chosen to get back; a thin stroke that runs
+3. a blob that only touches the figure at a narrow neck (a ball by the knee, a sun by
+   the head) and holds no joint and no bone is cut off, unless the figure holds it: a
+   stroke joins it to a hand (a balloon on its string, a sword, a ball in the fist); one
+   at a foot up to a big shoe's size is kept apart (`FinishedMask.feet`), for the mask
+   chosen to get back; a thin stroke that runs
    on far to the crop's edge holding no joint, no bone and no hand (a page's ruled line)
    is cut where it leaves the figure, and kept apart (`FinishedMask.lines`) for the
    second crop to look at;
@@ -74,6 +76,10 @@ LINE_REACH = 0.45
 # after the two masks are compared (`FinishedMask.feet`): compared with it, real photo 13's
 # two masks fell under `segment.AGREE_IOU` and the choice flipped to the worse one.
 FOOT_REACH, FOOT_SIZE = 0.75, 0.75
+# A thing the mask joins to the figure only through a hand, and the ink too (a closing's
+# bridge to a ball beside the hand is no hold), up to this share of the mask's area, is
+# held (a balloon on its string, a sword); a neighbour holding the hand is as big as it.
+HELD_SHARE = 0.5
 DEEP = 0.75  # a joint or bone holds a core where it lies this deep in it, of NECK_RADIUS
 # AnimatedDrawings' masks lie this far outside the ink (px), and so do the synthetic
 # generator's, made like them, and the segmenter's, learned from those. OpenCV's mask gets
@@ -307,7 +313,7 @@ def finish_mask(
         out = _largest(out)
     else:
         out = _figure_pieces(out, figure)
-        out, feet = _cut_glued_blobs(out, figure)
+        out, feet = _cut_glued_blobs(out, figure, inked)
         out, lines = _cut_lines_off_the_crop(out, figure, open_edges)
         thickness = max(3, int(round(ink.stroke_width)))
         out = _join_pieces(out, figure, thickness, ink.stroke_width)
@@ -592,7 +598,7 @@ def _figure_pieces(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
 
 
 def _cut_glued_blobs(
-    mask: np.ndarray, figure: FigureJoints
+    mask: np.ndarray, figure: FigureJoints, inked: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """`mask` less the blobs hanging off it through a narrow neck that are not the figure's,
     and the blobs of those at the end of a leg that may be big shoes (None if none): (H, W)
@@ -602,10 +608,12 @@ def _cut_glued_blobs(
     cores (body, head, a ball...); strokes thinner than the disc vanish from the cores but
     stay in the mask, attached to whatever they touch. A core is the figure's when a joint
     or a bone lies in it, when it is hand-sized and sits at the end of a limb (a mitten,
-    a shoe), or when it sits on the head (ears, a hat); anything else (a ball held out, a
-    balloon, a sun touching a hand) is cut off with its part of the mask. Of those, a
-    core at a foot up to FOOT_SIZE (`FigureJoints.at_the_ends` with `big_feet`) is kept
-    apart: a big shoe, or a ball at the feet.
+    a shoe), when it sits on the head (ears, a hat), or when the figure holds it
+    (`_held_in_hands`: a balloon on its string, a sword, a ball in the fist: issue 26's
+    rule); anything else (a ball by the knee, a sun a closing glued to a hand) is cut off
+    with its part of the mask. Of those, a core at a foot up to FOOT_SIZE
+    (`FigureJoints.at_the_ends` with `big_feet`) is kept apart: a big shoe, or a ball at
+    the feet.
     """
     if not len(figure.bones):
         return mask, None
@@ -621,6 +629,7 @@ def _cut_glued_blobs(
     areas = stats[:, cv2.CC_STAT_AREA]
     held |= figure.at_the_ends(centroids, areas)
     held[0] = True
+    held |= _held_in_hands(mask, labels, held, figure, inked, radius)
     if held.all():
         return mask, None
     kept = _figure_pieces(mask & ~morph.dilate(~held[labels], radius), figure)
@@ -629,6 +638,55 @@ def _cut_glued_blobs(
         return kept, None
     with_shoes = _figure_pieces(mask & ~morph.dilate(~shoes[labels], radius), figure)
     return kept, with_shoes & ~kept
+
+
+def _held_in_hands(
+    mask: np.ndarray, cores: np.ndarray, held: np.ndarray, figure: FigureJoints,
+    inked: np.ndarray, radius: float,
+) -> np.ndarray:  # fmt: skip
+    """(count,) bool over the labels of the (H, W) label image `cores` (`mask`'s cores, cut
+    apart at necks `radius` px wide): those the figure holds. `mask` joins each to the
+    `held` cores only at a hand (within HAND_REACH of its bone's length of the wrist, as
+    far again as the neck's width where the core lies against it: a ball in the fist), or
+    only through one (a balloon's string, a sword's hilt); an `inked` stroke runs on from
+    it into the figure (a closing's bridge to a ball beside the hand is no hold); and it is
+    no bigger than HELD_SHARE of the mask (a neighbour holding the figure's hand is as
+    big)."""
+    found = np.zeros(len(held), bool)
+    if not figure.hands or held.all():
+        return found
+    hands = np.zeros(mask.shape, np.uint8)
+    near = np.zeros(mask.shape, np.uint8)
+    for point, bone in figure.hands:
+        cv2.circle(hands, _px(point), max(1, int(round(HAND_REACH * bone))), 1, -1)
+        cv2.circle(near, _px(point), max(1, int(round(HAND_REACH * bone + radius))), 1, -1)
+    _, pieces = cv2.connectedComponents((mask & (hands == 0)).astype(np.uint8), connectivity=8)
+    _, strokes = cv2.connectedComponents((mask & inked).astype(np.uint8), connectivity=8)
+    figure_pieces = np.unique(pieces[held[cores] & (cores > 0)])
+    piece_area, stroke_area = np.bincount(pieces.ravel()), np.bincount(strokes.ravel())
+    limit = HELD_SHARE * np.count_nonzero(mask)
+    pad = int(np.ceil(radius)) + 3
+    height, width = mask.shape
+    for label in np.flatnonzero(~held):
+        # Each core's own window: its box grown by the neck's width and a little.
+        rows, cols = np.nonzero(cores == label)
+        top, left = max(0, rows.min() - pad), max(0, cols.min() - pad)
+        window = np.s_[
+            top : min(height, rows.max() + pad + 1), left : min(width, cols.max() + pad + 1)
+        ]
+        core, inside = cores[window] == label, mask[window]
+        region = morph.dilate(core, radius) & inside
+        own = np.setdiff1d(strokes[window][core], [0])
+        in_region = np.bincount(strokes[window][region], minlength=len(stroke_area))
+        if not (stroke_area[own] > in_region[own]).any():
+            continue  # no stroke runs on from it into the figure
+        under = np.setdiff1d(pieces[window][core], [0])
+        through = under.size > 0 and not np.isin(under, figure_pieces).any()
+        contact = morph.dilate(region, 1.5) & inside & ~region
+        at = contact.any() and bool((near[window][contact] > 0).all())
+        size = np.count_nonzero(region) if at else piece_area[under].sum()
+        found[label] = (through or at) and size <= limit
+    return found
 
 
 def _cut_lines_off_the_crop(
