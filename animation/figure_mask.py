@@ -313,8 +313,12 @@ def finish_mask(
         out = _largest(out)
     else:
         out = _figure_pieces(out, figure)
-        out, feet = _cut_glued_blobs(out, figure, inked)
-        out, lines = _cut_lines_off_the_crop(out, figure, open_edges)
+        # The mask's broad parts, split at its narrow necks: an opening with a disc wider
+        # than a limb (steps 3's both rules).
+        radius = max(2.0, NECK_RADIUS * figure.size)
+        broad = morph.opening(out, radius)
+        out, feet = _cut_glued_blobs(out, figure, inked, broad, radius)
+        out, lines = _cut_lines_off_the_crop(out, figure, broad & out, radius, open_edges)
         thickness = max(3, int(round(ink.stroke_width)))
         out = _join_pieces(out, figure, thickness, ink.stroke_width)
         out = _reach_joints(out, figure, thickness)
@@ -598,27 +602,26 @@ def _figure_pieces(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
 
 
 def _cut_glued_blobs(
-    mask: np.ndarray, figure: FigureJoints, inked: np.ndarray
+    mask: np.ndarray, figure: FigureJoints, inked: np.ndarray, broad: np.ndarray, radius: float
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """`mask` less the blobs hanging off it through a narrow neck that are not the figure's,
     and the blobs of those at the end of a leg that may be big shoes (None if none): (H, W)
     bool each.
 
-    An opening with a disc wider than a limb splits the mask at its narrow necks into
-    cores (body, head, a ball...); strokes thinner than the disc vanish from the cores but
-    stay in the mask, attached to whatever they touch. A core is the figure's when a joint
-    or a bone lies in it, when it is hand-sized and sits at the end of a limb (a mitten,
-    a shoe), when it sits on the head (ears, a hat), or when the figure holds it
-    (`_held_in_hands`: a balloon on its string, a sword, a ball in the fist: issue 26's
-    rule); anything else (a ball by the knee, a sun a closing glued to a hand) is cut off
-    with its part of the mask. Of those, a core at a foot up to FOOT_SIZE
+    `broad`, the mask opened with a disc `radius` px wide (wider than a limb), splits it at
+    its narrow necks into cores (body, head, a ball...); strokes thinner than the disc
+    vanish from the cores but stay in the mask, attached to whatever they touch. A core is
+    the figure's when a joint or a bone lies in it, when it is hand-sized and sits at the
+    end of a limb (a mitten, a shoe), when it sits on the head (ears, a hat), or when the
+    figure holds it (`_held_in_hands`: a balloon on its string, a sword, a ball in the
+    fist: issue 26's rule); anything else (a ball by the knee, a sun a closing glued to a
+    hand) is cut off with its part of the mask. Of those, a core at a foot up to FOOT_SIZE
     (`FigureJoints.at_the_ends` with `big_feet`) is kept apart: a big shoe, or a ball at
     the feet.
     """
     if not len(figure.bones):
         return mask, None
-    radius = max(2.0, NECK_RADIUS * figure.size)
-    cores = morph.opening(mask, radius).astype(np.uint8)
+    cores = broad.astype(np.uint8)
     count, labels, stats, centroids = cv2.connectedComponentsWithStats(cores, connectivity=8)
     if count < 3:
         return mask, None  # one core (or none): nothing hangs off the figure through a neck
@@ -690,7 +693,11 @@ def _held_in_hands(
 
 
 def _cut_lines_off_the_crop(
-    mask: np.ndarray, figure: FigureJoints, open_edges: Edges = ALL_EDGES
+    mask: np.ndarray,
+    figure: FigureJoints,
+    broad: np.ndarray,
+    radius: float,
+    open_edges: Edges = ALL_EDGES,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """`mask` less its thin strokes that run on to the crop's `open_edges` (see
     `finish_mask`) holding no joint and no bone, as far as LINE_REACH of the figure's size
@@ -700,15 +707,14 @@ def _cut_lines_off_the_crop(
     that goes on past the crop (a pig's body the detector left out) looks the same here,
     and the second crop (`crop.whole_drawing`) tells the two apart.
 
-    Thin is what an opening with the necks' disc (NECK_RADIUS) leaves out of the mask,
-    beyond that disc from what it keeps: a stick limb is thin too, but holds its joints."""
+    Thin is what `broad` (the mask opened with a disc `radius` px wide) leaves out of the
+    mask, farther than `radius` from it: a stick limb is thin too, but holds its joints."""
     rims = (mask[:, 0], mask[0], mask[:, -1], mask[-1])
     if not len(figure.bones) or not any(
         rim.any() for rim, side in zip(rims, open_edges, strict=True) if side
     ):
         return mask, None
-    radius = max(2.0, NECK_RADIUS * figure.size)
-    far = cv2.distanceTransform((~morph.opening(mask, radius)).astype(np.uint8), cv2.DIST_L2, 3)
+    far = cv2.distanceTransform((~broad).astype(np.uint8), cv2.DIST_L2, 3)
     thin = mask & (far > radius)
     count, labels = cv2.connectedComponents(thin.astype(np.uint8), connectivity=8)
     edge = np.zeros(count, bool)
@@ -724,7 +730,10 @@ def _cut_lines_off_the_crop(
     if not edge.any():
         return mask, None
     # A line runs on far past the figure; a leg the crop cuts off ends nearer (LINE_REACH).
-    edge &= ndimage.maximum(far, labels, np.arange(count)) >= LINE_REACH * figure.size
+    on_edge = edge[labels]
+    reach = np.zeros(count)
+    np.maximum.at(reach, labels[on_edge], far[on_edge])
+    edge &= reach >= LINE_REACH * figure.size
     if not edge.any():
         return mask, None
     cut = edge[labels]
