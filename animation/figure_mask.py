@@ -21,10 +21,9 @@ onto a shadow. The joints say where the figure is, so they decide:
    the head) and holds no joint and no bone is cut off, unless the figure holds it: a
    stroke joins it to a hand (a balloon on its string, a sword, a ball in the fist); one
    at a foot up to a big shoe's size is kept apart (`FinishedMask.feet`), for the mask
-   chosen to get back; a thin stroke that runs
-   on far to the crop's edge holding no joint, no bone and no hand (a page's ruled line)
-   is cut where it leaves the figure, and kept apart (`FinishedMask.lines`) for the
-   second crop to look at;
+   chosen to get back; a thin stroke that runs on far to the crop's edge holding no
+   joint, no bone and no hand (a page's ruled line) is cut where it leaves the figure,
+   and kept apart (`FinishedMask.lines`) for the second crop to look at;
 4. the figure's pieces are joined into one: along the bones first (the gap an arm block
    leaves at the shoulder lies on the upper-arm bone), else at their nearest points; a
    speck (a grainy page's grain) joins only a stroke right beside it, unless it is on
@@ -658,12 +657,8 @@ def _held_in_hands(
     found = np.zeros(len(held), bool)
     if not figure.hands or held.all():
         return found
-    hands = np.zeros(mask.shape, np.uint8)
-    near = np.zeros(mask.shape, np.uint8)
-    for point, bone in figure.hands:
-        cv2.circle(hands, _px(point), max(1, int(round(HAND_REACH * bone))), 1, -1)
-        cv2.circle(near, _px(point), max(1, int(round(HAND_REACH * bone + radius))), 1, -1)
-    _, pieces = cv2.connectedComponents((mask & (hands == 0)).astype(np.uint8), connectivity=8)
+    hands, near = _at_hands(mask.shape, figure), _at_hands(mask.shape, figure, radius)
+    _, pieces = cv2.connectedComponents((mask & ~hands).astype(np.uint8), connectivity=8)
     _, strokes = cv2.connectedComponents((mask & inked).astype(np.uint8), connectivity=8)
     figure_pieces = np.unique(pieces[held[cores] & (cores > 0)])
     piece_area, stroke_area = np.bincount(pieces.ravel()), np.bincount(strokes.ravel())
@@ -686,10 +681,19 @@ def _held_in_hands(
         under = np.setdiff1d(pieces[window][core], [0])
         through = under.size > 0 and not np.isin(under, figure_pieces).any()
         contact = morph.dilate(region, 1.5) & inside & ~region
-        at = contact.any() and bool((near[window][contact] > 0).all())
+        at = contact.any() and bool(near[window][contact].all())
         size = np.count_nonzero(region) if at else piece_area[under].sum()
         found[label] = (through or at) and size <= limit
     return found
+
+
+def _at_hands(shape: tuple[int, int], figure: FigureJoints, beyond: float = 0.0) -> np.ndarray:
+    """(H, W) bool: within HAND_REACH of its bone's length of each hand's joint, and
+    `beyond` px further."""
+    out = np.zeros(shape, np.uint8)
+    for point, bone in figure.hands:
+        cv2.circle(out, _px(point), max(1, int(round(HAND_REACH * bone + beyond))), 1, -1)
+    return out > 0
 
 
 def _cut_lines_off_the_crop(
@@ -723,10 +727,7 @@ def _cut_lines_off_the_crop(
         edge[rim] |= side
     edge &= ~figure.labels_touched(labels, count)
     edge[0] = False
-    hands = np.zeros(mask.shape, np.uint8)
-    for point, bone in figure.hands:
-        cv2.circle(hands, _px(point), max(1, int(round(HAND_REACH * bone))), 1, -1)
-    edge[labels[hands > 0]] = False
+    edge[labels[_at_hands(mask.shape, figure)]] = False
     if not edge.any():
         return mask, None
     # A line runs on far past the figure; a leg the crop cuts off ends nearer (LINE_REACH).
