@@ -93,6 +93,36 @@ def test_other_figures_stay_smaller_than_the_main_one():
     assert all(y1 - y0 <= 0.8 * 120 + 1e-6 for _, y0, _, y1 in boxes)
 
 
+def test_a_crowd_puts_people_of_the_figures_size_beside_it_each_boxed_on_their_ink():
+    found = 0
+    for seed in range(60):
+        alone = generate(seed, exclude=HELD_OUT_STYLES, size=400)
+        crowd = generate(seed, exclude=HELD_OUT_STYLES, size=400, crowd=True)
+        assert alone.others.shape == (0, 4)
+        if len(crowd.others) == 0:
+            # Drawn from a generator of their own: a page without them is unchanged.
+            assert np.array_equal(alone.image, crowd.image)
+            continue
+        found += 1
+        main_h = crowd.bbox[3] - crowd.bbox[1]
+        # What the other people add to the page (the scene keeps clear of them).
+        added = np.abs(crowd.image.astype(int) - alone.image.astype(int)).max(axis=2) > 40
+        for x0, y0, x1, y1 in crowd.others:
+            assert 0 <= x0 < x1 <= 400 and 0 <= y0 < y1 <= 400
+            assert y1 - y0 >= 0.4 * main_h  # a person, not the scene's small figures
+            inside = added[int(y0) : int(y1), int(x0) : int(x1)]
+            assert inside.mean() > 0.01  # drawn there: their box is on their ink
+            # Beside or on the figure, not the figure itself.
+            assert box_overlap((x0, y0, x1, y1), crowd.bbox) < 0.5
+    assert 8 <= found <= 30  # about a quarter of pages (CROWD_ONE + CROWD_TWO, if room)
+
+
+def box_overlap(a, b) -> float:
+    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    return iw * ih / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - iw * ih)
+
+
 def test_types_and_shapes(samples):
     for s in samples:
         h, w = s.image.shape[:2]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
@@ -20,6 +20,11 @@ MIN_SIDE, MAX_SIDE = 32, 4096
 # is 1.9-2.3 px on all six, crops of 257 to 564 px): their segmentation dilates it.
 MASK_MARGIN_PX = 2
 ASPECTS = (1.0, 4 / 3, 3 / 2, 16 / 9, 5 / 4)
+# With `crowd`, the share of pages with one other person of about the figure's size beside
+# it, and with two (one each side): families, friends holding hands, one figure standing on
+# another. Real photos with several figures touching were boxed as one by a detector that
+# had never seen two labelled side by side.
+CROWD_ONE, CROWD_TWO = 0.15, 0.06
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,9 @@ class Sample:
     # judged against.
     mask: np.ndarray
     style: dict[str, str]  # one value per axis of STYLE_AXES
+    # (K, 4) float32: tight boxes of the other people on the page as big as the figure
+    # (`crowd`), image px; (0, 4) when there are none. Not the scene's small figures.
+    others: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.float32))
 
 
 def _image_size(rng: np.random.Generator, size: int | tuple[int, int] | None) -> tuple[int, int]:
@@ -135,12 +143,66 @@ def _extent(mask: np.ndarray, points: np.ndarray) -> tuple[float, float, float, 
     )
 
 
+def _companion_boxes(
+    rng: np.random.Generator, fig_box, h: int, w: int, margin: float
+) -> list[tuple[float, float, float, float]]:
+    """Where other people stand beside the figure: boxes (x0, y0, x1, y1) of about its size,
+    side by side (often overlapping, as hands and hair touch) or one on top of the other,
+    inside the page; none on most pages."""
+    roll = rng.random()
+    n = 2 if roll < CROWD_TWO else 1 if roll < CROWD_TWO + CROWD_ONE else 0
+    x0, y0, x1, y1 = fig_box
+    bw, bh = x1 - x0, y1 - y0
+    sides = ["left", "right"] if n == 2 else [rng.choice(["left", "right"])]
+    boxes = []
+    for side in sides:
+        ch = bh * rng.uniform(0.7, 1.1)  # the scene's small people stay under 0.8
+        cw = ch * rng.uniform(0.45, 0.9)
+        if side in ("left", "right"):
+            gap = rng.uniform(-0.1, 0.2) * min(bw, cw)
+            cx0 = x0 - gap - cw if side == "left" else x1 + gap
+            cy1 = y1 + rng.uniform(-0.15, 0.1) * bh  # about the same ground
+            box = (cx0, cy1 - ch, cx0 + cw, cy1)
+        else:
+            overlap = rng.uniform(-0.05, 0.05) * ch
+            cx0 = (x0 + x1) / 2 - cw / 2 + rng.uniform(-0.3, 0.3) * bw
+            cy0 = y0 - ch + overlap if side == "above" else y1 - overlap
+            box = (cx0, cy0, cx0 + cw, cy0 + ch)
+        if box[0] >= margin and box[1] >= margin and box[2] <= w - margin and box[3] <= h - margin:
+            boxes.append(box)
+    return boxes
+
+
+def _draw_companions(
+    rng: np.random.Generator,
+    boxes: list,
+    sheet: np.ndarray,
+    exclude: dict[str, str] | None,
+    medium: str,
+    scale: float,
+    stroke_scale: float,
+) -> list[np.ndarray]:
+    """Draw a person into each box on `sheet`; their silhouettes (uint8 0/1), in order."""
+    h, w = sheet.shape[:2]
+    masks = []
+    for box in boxes:
+        other = _tilt(rng, build_figure(rng, pick_styles(rng, exclude, {"medium": medium})), 8)
+        drawn = np.zeros((h, w), np.uint8)
+        to_px = _placement(other, box)
+        for ink in draw_figure(rng, other, (h, w), medium, scale, to_px, stroke_scale, True):
+            ink.silhouette(drawn)
+            ink.composite(sheet)
+        masks.append(drawn)
+    return masks
+
+
 def generate(
     seed: int,
     *,
     size: int | tuple[int, int] | None = None,
     exclude: dict[str, str] | None = None,
     only: dict[str, str] | None = None,
+    crowd: bool = False,
 ) -> Sample:
     """A labelled photo of a child's drawing of a person; the same arguments, the same bytes.
 
@@ -149,6 +211,9 @@ def generate(
     exclude: styles never produced, e.g. HELD_OUT_STYLES for training (a value may also
     be a tuple of values to leave out of that axis).
     only: styles forced, e.g. HELD_OUT_STYLES for the held-out-styles evaluation.
+    crowd: some pages also hold other people of the figure's size beside or on it, their
+    boxes in `Sample.others` (training; drawn from a generator of their own, so a page
+    without them is the same as with crowd off).
     """
     rng = np.random.default_rng(seed)
     style = pick_styles(rng, exclude, only)
@@ -170,6 +235,12 @@ def generate(
     layout = Layout(h, w)
     pad = 0.04 * (y1 - y0) + margin
     layout.take((x0 - pad, y0 - pad, x1 + pad, y1 + pad))
+    crowd_rng = np.random.default_rng([seed, 1])
+    # A page coloured all over would paint over them (it spares the main figure only).
+    crowded = crowd and style["background"] != "coloured"
+    companions = _companion_boxes(crowd_rng, fig_box, h, w, margin) if crowded else []
+    for cx0, cy0, cx1, cy1 in companions:
+        layout.take((cx0 - pad, cy0 - pad, cx1 + pad, cy1 + pad))
 
     def extra_figure(box) -> None:
         other = pick_styles(rng, exclude, {"medium": medium})
@@ -184,6 +255,7 @@ def generate(
     if style["paper"] == "whiteboard":
         ghosts(rng, (h, w), scale).composite(sheet)
     decorate(rng, sheet, layout, scene_medium, scale, n, fig_box, margin, extra_figure)
+    others = _draw_companions(crowd_rng, companions, sheet, exclude, medium, scale, stroke_scale)
 
     mask = np.zeros((h, w), np.uint8)
     to_px = _placement(figure, fig_box)
@@ -215,6 +287,17 @@ def generate(
     # Nearest-neighbour warping can open pinholes in the silhouette: close them again.
     mask = fill_enclosed(camera.warp_mask(mask, H, corners))
     kp = cv2.perspectiveTransform(keypoints[None].astype(np.float64), H)[0]
+    other_boxes = []
+    for drawn in others:
+        x, y, bw, bh = cv2.boundingRect(drawn)
+        if bw == 0:
+            continue
+        quad = np.float32([(x, y), (x + bw, y), (x + bw, y + bh), (x, y + bh)])
+        whole = cv2.perspectiveTransform(quad[None], H)[0]
+        x, y, bw, bh = cv2.boundingRect(camera.warp_mask(drawn, H, quad))
+        # A person mostly outside the photo is not one the detector should find.
+        if bw * bh >= 0.5 * np.ptp(whole[:, 0]) * np.ptp(whole[:, 1]):
+            other_boxes.append((x, y, x + bw, y + bh))
 
     # The box is the drawing's own extent (the silhouette's), as an annotator draws it.
     bbox = np.clip(np.array(_extent(mask, kp)), 0, [w, h, w, h]).astype(np.float32)
@@ -225,6 +308,7 @@ def generate(
         silhouette=mask.astype(bool),
         mask=with_margin(mask).astype(bool),
         style=style,
+        others=np.array(other_boxes, np.float32).reshape(-1, 4),
     )
 
 
