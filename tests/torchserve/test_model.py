@@ -82,6 +82,47 @@ def test_detector_targets_decode_back_to_their_box() -> None:
     assert weights[0, j, i] > 0 and weights[0].sum() < 24 * 24 / 4
 
 
+def test_two_peoples_targets_each_decode_to_their_own_box() -> None:
+    people = np.array(
+        [[[30.0, 20.0, 90.0, 170.0], [80.0, 30.0, 150.0, 175.0], [np.nan] * 4]], np.float32
+    )
+    heat, ltrb, weights = data.detector_targets(people, 192, 8)
+    out = torch.cat([torch.zeros(1, 24, 24), torch.from_numpy(ltrb[0])])
+    per_cell = cell_boxes(out, 8)
+    for box in people[0, :2]:
+        i, j = (int(((box[0] + box[2]) / 2 + 0.5) // 8), int(((box[1] + box[3]) / 2 + 0.5) // 8))
+        assert heat[0, j, i] == 1.0 and weights[0, j, i] > 0
+        np.testing.assert_allclose(per_cell[:, j, i].numpy(), box, atol=1e-4)
+    # Two peaks, one per person; the NaN row adds none.
+    peaks = heat[0] == torch.nn.functional.max_pool2d(torch.from_numpy(heat), 3, 1, 1)[0].numpy()
+    assert int((peaks & (heat[0] > 0.9)).sum()) == 2
+    # One person alone gives the targets a (N, 4) box gives.
+    alone = data.detector_targets(people[:, :1], 192, 8)
+    for a, b in zip(alone, data.detector_targets(people[:, 0], 192, 8), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_detector_augmentation_moves_every_persons_box_with_the_page() -> None:
+    image = np.full((96, 96, 3), 235, np.uint8)
+    people = np.array([[20, 30, 44, 80], [50, 28, 70, 78], [np.nan] * 4], np.float32)
+    for x1, y1, x2, y2 in people[:2].astype(int):
+        image[y1:y2, x1:x2] = 10
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        out, moved = data.augment_detector(image, people, rng)
+        assert np.isnan(moved[2]).all()
+        gray = out.mean(axis=2)
+        for box in moved[:2]:
+            if np.isnan(box).any():  # the other pushed mostly out of the frame
+                continue
+            x1, y1, x2, y2 = np.round(box).astype(int)
+            inner = gray[y1 + 2 : y2 - 2, x1 + 2 : x2 - 2]
+            assert inner.size and np.median(inner) < np.median(gray)
+    # A page's negative paints out every person.
+    blank = data.erase_figure(image, people)
+    assert blank.mean(axis=2).min() > 100
+
+
 def test_heatmap_peak_decodes_to_its_pixel_with_sub_cell_refinement() -> None:
     logits = torch.full((17, 32, 32), -20.0)
     logits[0, 7, 9] = 10.0

@@ -6,6 +6,8 @@
 
     --init PATH continues from saved weights of the same kind (a second cosine schedule,
     peak --lr) instead of torch's seeded initial weights.
+    --crowd trains on pages that also hold other people beside the figure (the generator's
+    `crowd`), each a box the detector learns to find.
 
 The drawings of seeds [0, --samples) are generated once (training styles only: the
 held-out styles are excluded) and cached under torchserve/data/cache/. The same seed,
@@ -81,6 +83,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2, help="processes generating drawings")
     parser.add_argument("--every", type=int, default=250, help="log, validate, save every N steps")
     parser.add_argument(
+        "--crowd", action="store_true", help="pages with other people beside the figure too"
+    )
+    parser.add_argument(
         "--generator-version",
         help="reuse the cached drawings of this generator version (default: the current one)",
     )
@@ -106,10 +111,10 @@ def main(argv: list[str] | None = None) -> None:
     started = time.monotonic()
     version = args.generator_version or data.generator_version()
     records = data.cached_records(
-        range(args.samples), DETECTOR_SIZE, workers=args.workers, version=version
+        range(args.samples), DETECTOR_SIZE, workers=args.workers, version=version, crowd=args.crowd
     )
     val = data.cached_records(
-        VAL_SEEDS, DETECTOR_SIZE, split="val", workers=args.workers, version=version
+        VAL_SEEDS, DETECTOR_SIZE, "val", args.workers, version=version, crowd=args.crowd
     )
     logging.info("%d training drawings ready in %.0fs", len(records), time.monotonic() - started)
     validate = VALIDATE[args.kind](val)
@@ -117,6 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         "samples": args.samples,
         "threads": args.threads,
         "generator": version,
+        "crowd": args.crowd,
         "torch": str(torch.__version__),
     }
     if args.init:

@@ -28,6 +28,7 @@ CACHE_DIR = Path(__file__).resolve().parents[1] / "data" / "cache"
 REGION = 176  # side of the stored pose region
 SEG_REGION = 288  # side of the stored segmenter region: the figure's box is ~206 px in it
 REGION_MARGIN = 1.4  # region side / the box's longer side
+MAX_OTHERS = 2  # other people's boxes stored per drawing (the generator's crowd)
 
 
 @dataclass
@@ -42,6 +43,8 @@ class Records:
     seg_regions: np.ndarray  # (N, SEG_REGION, SEG_REGION, 3) uint8 the same square, larger
     seg_masks: np.ndarray  # (N, SEG_REGION, SEG_REGION) uint8 0..255 the figure's mask there
     seg_boxes: np.ndarray  # (N, 4) float32 figure box in segmenter-region pixels
+    # (N, MAX_OTHERS, 4) float32 other people's boxes in letterboxed pixels, NaN rows: none
+    det_others: np.ndarray
 
     def __len__(self) -> int:
         return len(self.det_boxes)
@@ -96,12 +99,22 @@ def warp_region(image: np.ndarray, m: np.ndarray, size: int) -> np.ndarray:
 
 
 def make_record(
-    image: np.ndarray, bbox: np.ndarray, keypoints: np.ndarray, mask: np.ndarray, det_size: int
+    image: np.ndarray,
+    bbox: np.ndarray,
+    keypoints: np.ndarray,
+    mask: np.ndarray,
+    det_size: int,
+    others: np.ndarray | None = None,
 ) -> tuple[np.ndarray, ...]:
     """One labelled photo -> (det image, det box, region, region box, region keypoints,
-    segmenter region, its mask (0..255, soft at the edges), segmenter-region box)."""
+    segmenter region, its mask (0..255, soft at the edges), segmenter-region box, other
+    people's boxes (MAX_OTHERS, 4) in the det image, NaN-padded). ``others`` (K, 4): the
+    other people's boxes in the photo's pixels (at most MAX_OTHERS are kept)."""
     det_image, box = letterbox(image, det_size)
     det_box = box.to_input(np.asarray(bbox, dtype=np.float64).reshape(2, 2)).reshape(4)
+    det_others = np.full((MAX_OTHERS, 4), np.nan, np.float32)
+    for i, other in enumerate(np.zeros((0, 4)) if others is None else others[:MAX_OTHERS]):
+        det_others[i] = box.to_input(np.asarray(other, np.float64).reshape(2, 2)).reshape(4)
     corners = np.asarray(bbox, dtype=np.float64).reshape(2, 2)
     m = region_matrix(bbox)
     m_seg = region_matrix(bbox, SEG_REGION)
@@ -115,6 +128,7 @@ def make_record(
         warp_region(image, m_seg, SEG_REGION),
         warp_region(mask_255, m_seg, SEG_REGION),
         apply_affine(m_seg, corners).reshape(4).astype(np.float32),
+        det_others,
     )
 
 
@@ -131,28 +145,31 @@ def generator_version() -> str:
     return digest.hexdigest()[:12]
 
 
-def _generate_record(args: tuple[int, str, int]) -> tuple:
-    seed, split, det_size = args
+def _generate_record(args: tuple[int, str, int, bool]) -> tuple:
+    seed, split, det_size, crowd = args
     from torchserve.training.synth import HELD_OUT_STYLES, generate
 
     if split == "held_out_styles":
         sample = generate(seed, only=HELD_OUT_STYLES)
     else:
-        sample = generate(seed, exclude=HELD_OUT_STYLES)
+        sample = generate(seed, exclude=HELD_OUT_STYLES, crowd=crowd)
     # The network learns the drawing's silhouette; the margin of AnimatedDrawings' masks is
     # a fixed number of the crop's pixels, added when the mask is served.
-    return make_record(sample.image, sample.bbox, sample.keypoints, sample.silhouette, det_size)
+    return make_record(
+        sample.image, sample.bbox, sample.keypoints, sample.silhouette, det_size, sample.others
+    )
 
 
 def build_records(
     seeds: range,
     det_size: int,
-    make: Callable[[tuple[int, str, int]], tuple] = _generate_record,
+    make: Callable[[tuple[int, str, int, bool]], tuple] = _generate_record,
     split: str = "train",
     workers: int = 2,
+    crowd: bool = False,
 ) -> Records:
     """Generate the records of ``seeds`` (in seed order, so results do not depend on
-    ``workers``)."""
+    ``workers``); ``crowd``: the generator's pages with other people beside the figure."""
     n = len(seeds)
     out = Records(
         np.empty((n, det_size, det_size, 3), np.uint8),
@@ -163,8 +180,9 @@ def build_records(
         np.empty((n, SEG_REGION, SEG_REGION, 3), np.uint8),
         np.empty((n, SEG_REGION, SEG_REGION), np.uint8),
         np.empty((n, 4), np.float32),
+        np.empty((n, MAX_OTHERS, 4), np.float32),
     )
-    jobs = [(seed, split, det_size) for seed in seeds]
+    jobs = [(seed, split, det_size, crowd) for seed in seeds]
     if workers > 1:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             results = pool.imap(make, jobs, chunksize=16)
@@ -181,23 +199,38 @@ def _fill(out: Records, results) -> None:
 
 
 def cached_records(
-    seeds: range, det_size: int, split: str = "train", workers: int = 2, version: str | None = None
+    seeds: range,
+    det_size: int,
+    split: str = "train",
+    workers: int = 2,
+    version: str | None = None,
+    crowd: bool = False,
 ) -> Records:
     """``build_records`` for the synth generator, stored once under CACHE_DIR. ``version``
     picks the cache of another generator version (default: the current source's)."""
     version = version or generator_version()
-    key = f"{split}_{seeds.start}_{seeds.stop}_{det_size}_{REGION}_{SEG_REGION}_{version}"
+    name = f"{split}-crowd" if crowd else split
+    key = f"{name}_{seeds.start}_{seeds.stop}_{det_size}_{REGION}_{SEG_REGION}_{version}"
     folder = CACHE_DIR / key
     if version != generator_version() and not (folder / "done").exists():
         raise FileNotFoundError(f"no cached drawings of generator version {version} in {folder}")
     if (folder / "done").exists():
-        return Records(*(np.load(folder / f"{name}.npy", mmap_mode="r") for name in RECORD_FIELDS))
-    records = build_records(seeds, det_size, split=split, workers=workers)
+        return Records(*(_load(folder, name, len(seeds)) for name in RECORD_FIELDS))
+    records = build_records(seeds, det_size, split=split, workers=workers, crowd=crowd)
     folder.mkdir(parents=True, exist_ok=True)
     for name in RECORD_FIELDS:
         np.save(folder / f"{name}.npy", getattr(records, name))
     (folder / "done").touch()
     return records
+
+
+def _load(folder: Path, name: str, n: int) -> np.ndarray:
+    """One cached field, memory-mapped; caches made before a field existed lack it (only
+    ``det_others``: no other people)."""
+    path = folder / f"{name}.npy"
+    if not path.exists() and name == "det_others":
+        return np.full((n, MAX_OTHERS, 4), np.nan, np.float32)
+    return np.load(path, mmap_mode="r")
 
 
 # --- augmentation -------------------------------------------------------------------------
@@ -247,11 +280,15 @@ def photometric(image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def augment_detector(
-    image: np.ndarray, box: np.ndarray, rng: np.random.Generator
+    image: np.ndarray, boxes: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A letterboxed photo and its box -> a randomly flipped, zoomed, shifted, recoloured copy."""
+    """A letterboxed photo and its people's boxes (K, 4), the figure first, NaN rows for
+    none -> a randomly flipped, zoomed, shifted, recoloured copy and the boxes moved alike.
+    The zoom keeps the figure in the frame; another person mostly pushed out of it becomes
+    a NaN row."""
     size = image.shape[0]
-    x1, y1, x2, y2 = box
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    x1, y1, x2, y2 = boxes[0]
     scale = rng.uniform(0.75, 1.2)
     # Keep the scaled box inside the frame, then place it anywhere that allows.
     scale = min(scale, 0.98 * size / max(x2 - x1, y2 - y1, 1.0))
@@ -274,20 +311,25 @@ def augment_detector(
     out = cv2.warpAffine(
         image, m, (size, size), flags=cv2.INTER_LINEAR, borderValue=(PAD_VALUE,) * 3
     )
-    corners = apply_affine(m, np.array([[x1, y1], [x2, y2]]))
-    new_box = np.array(
-        [corners[:, 0].min(), corners[:, 1].min(), corners[:, 0].max(), corners[:, 1].max()],
-        dtype=np.float32,
-    )
-    return photometric(stroke_width(out, rng), rng), new_box
+    corners = apply_affine(m, boxes.reshape(-1, 2, 2))
+    moved = np.concatenate([corners.min(axis=1), corners.max(axis=1)], axis=1)
+    inside = np.clip(moved, 0, size)
+    area = np.prod(moved[:, 2:] - moved[:, :2], axis=1)
+    kept = np.prod(inside[:, 2:] - inside[:, :2], axis=1)
+    moved[1:][~(kept[1:] >= 0.5 * area[1:])] = np.nan
+    moved[1:] = np.where(np.isnan(moved[1:]), np.nan, inside[1:])
+    return photometric(stroke_width(out, rng), rng), moved.astype(np.float32)
 
 
-def erase_figure(image: np.ndarray, box: np.ndarray) -> np.ndarray:
-    """The page with the figure painted over from its surroundings: a negative example, so
-    that a page with no person on it scores low."""
+def erase_figure(image: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """The page with its people painted over from their surroundings (``boxes`` (K, 4),
+    NaN rows skipped): a negative example, so that a page with no person on it scores low."""
     mask = np.zeros(image.shape[:2], np.uint8)
-    x1, y1, x2, y2 = np.round(box).astype(int)
-    mask[max(y1 - 2, 0) : y2 + 3, max(x1 - 2, 0) : x2 + 3] = 255
+    for box in np.asarray(boxes, np.float64).reshape(-1, 4):
+        if np.isnan(box).any():
+            continue
+        x1, y1, x2, y2 = np.round(box).astype(int)
+        mask[max(y1 - 2, 0) : y2 + 3, max(x1 - 2, 0) : x2 + 3] = 255
     return cv2.inpaint(image, mask, 3, cv2.INPAINT_TELEA)
 
 
@@ -401,30 +443,35 @@ def augment_segmenter(
 def detector_targets(
     boxes: np.ndarray, size: int, stride: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Boxes (N, 4) in input pixels -> centre heatmaps (N, g, g), l/t/r/b in cells (N, 4, g, g)
-    and regression weights (N, g, g): the cells near each centre. A NaN box: no figure."""
+    """Boxes (N, K, 4) (or (N, 4), one each) in input pixels -> centre heatmaps (N, g, g),
+    l/t/r/b in cells (N, 4, g, g) and regression weights (N, g, g): the cells near each
+    centre. A NaN box: no figure there. Where two people's Gaussians meet, a cell takes the
+    higher heat and regresses that person's box."""
+    boxes = np.asarray(boxes, np.float64)
+    if boxes.ndim == 2:
+        boxes = boxes[:, None]
     g = size // stride
     centres = (np.arange(g) + 0.5) * stride - 0.5
-    n = len(boxes)
-    heat = np.zeros((n, g, g), np.float32)
-    ltrb = np.zeros((n, 4, g, g), np.float32)
-    x1, y1, x2, y2 = (boxes[:, i][:, None, None] for i in range(4))
-    xs, ys = centres[None, None, :], centres[None, :, None]
+    n, k = boxes.shape[:2]
+    x1, y1, x2, y2 = (boxes[..., i][..., None, None] for i in range(4))  # (N, K, 1, 1)
+    xs, ys = centres[None, None, None, :], centres[None, None, :, None]
     cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
     sigma = np.clip(0.1 * np.sqrt((x2 - x1) * (y2 - y1)) / stride, 0.7, 3.0)
     d2 = ((xs - cx) ** 2 + (ys - cy) ** 2) / stride**2
-    heat[:] = np.exp(-d2 / (2 * sigma**2))
-    # The cell holding the centre is the one positive of the focal loss.
-    ci = np.clip(np.nan_to_num((cx + 0.5) / stride).astype(int), 0, g - 1).reshape(n)
-    cj = np.clip(np.nan_to_num((cy + 0.5) / stride).astype(int), 0, g - 1).reshape(n)
-    heat[np.arange(n), cj, ci] = 1.0
-    heat[np.isnan(boxes).any(axis=1)] = 0.0
-    ltrb[:, 0] = (xs - x1) / stride
-    ltrb[:, 1] = (ys - y1) / stride
-    ltrb[:, 2] = (x2 - xs) / stride
-    ltrb[:, 3] = (y2 - ys) / stride
+    heat = np.exp(-d2 / (2 * sigma**2))  # (N, K, g, g)
+    # The cell holding each centre is the one positive of the focal loss.
+    ci = np.clip(np.nan_to_num((cx + 0.5) / stride).astype(int), 0, g - 1).reshape(n, k)
+    cj = np.clip(np.nan_to_num((cy + 0.5) / stride).astype(int), 0, g - 1).reshape(n, k)
+    heat[np.arange(n)[:, None], np.arange(k)[None], cj, ci] = 1.0
+    heat = np.nan_to_num(heat, nan=0.0)
+    heat[np.isnan(boxes).any(axis=2)] = 0.0
+    owner = heat.argmax(axis=1)[:, None]  # (N, 1, g, g)
+    sides = [(xs - x1) / stride, (ys - y1) / stride, (x2 - xs) / stride, (y2 - ys) / stride]
+    ltrb = np.stack(np.broadcast_arrays(*sides), axis=2)  # (N, K, 4, g, g)
+    ltrb = np.take_along_axis(ltrb, owner[:, :, None].repeat(4, axis=2), axis=1)[:, 0]
+    heat = heat.max(axis=1)
     weights = (heat > 0.3).astype(np.float32) * heat
-    return heat, np.nan_to_num(ltrb), weights
+    return heat.astype(np.float32), np.nan_to_num(ltrb).astype(np.float32), weights
 
 
 def pose_targets(
