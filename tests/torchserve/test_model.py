@@ -257,6 +257,28 @@ def test_committed_weights_find_a_generated_figure_and_its_joints() -> None:
     assert total_hits / total > 0.7
 
 
+def test_a_box_mostly_inside_a_better_one_widens_it_instead_of_being_a_second_figure() -> None:
+    stride, size = 8, 192
+    out = torch.full((5, 24, 24), -10.0)
+    out[1:] = 3.0  # every cell: a 48 px box round its centre
+    out[0, 10, 10] = 2.0  # the figure
+    out[0, 10, 12] = 1.5  # a tail: its box is 2/3 inside the figure's
+    out[0, 10, 15] = 1.8  # someone beside it: 1/6 inside the widened box, a figure of its own
+    found = decode_detections(out, fit_letterbox(size, size, size), (size, size))
+    centre = (10 + 0.5) * stride - 0.5
+    assert len(found) == 2
+    np.testing.assert_allclose(
+        found[0]["bbox"], [centre - 24, centre - 24, centre + 16 + 24, centre + 24], atol=0.1
+    )
+    assert found[0]["score"] == pytest.approx(1 / (1 + np.exp(-2.0)), abs=1e-6)
+    np.testing.assert_allclose(found[1]["bbox"][0], centre + 40 - 24, atol=0.1)
+    # A weak box inside (under half the figure's score) widens nothing; it is listed last.
+    out[0, 10, 12] = -1.0
+    found = decode_detections(out, fit_letterbox(size, size, size), (size, size))
+    np.testing.assert_allclose(found[0]["bbox"][2], centre + 24, atol=0.1)
+    assert len(found) == 3 and found[2]["score"] < 0.3
+
+
 def test_loaders_reject_the_wrong_checkpoint(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a"):
         load_pose(str(WEIGHTS / "detector.pt"))

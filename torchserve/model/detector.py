@@ -73,6 +73,20 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> float:
     return float(inter / union) if union > 0 else 0.0
 
 
+def _share_inside(part: np.ndarray, whole: np.ndarray) -> float:
+    """The share of box ``part``'s area inside box ``whole`` (both [x1, y1, x2, y2])."""
+    iw = max(0.0, min(part[2], whole[2]) - max(part[0], whole[0]))
+    ih = max(0.0, min(part[3], whole[3]) - max(part[1], whole[1]))
+    area = (part[2] - part[0]) * (part[3] - part[1])
+    return float(iw * ih / area) if area > 0 else 0.0
+
+
+# A box at least this share inside a better one, scoring at least PART_SCORE of its score,
+# is a part of that figure (a bushy tail, a wing), not a second one beside it: the better
+# box grows to hold it. The detector learns figures side by side, whose boxes barely meet.
+PART_INSIDE, PART_SCORE = 0.5, 0.5
+
+
 def decode_detections(
     output: torch.Tensor,
     box: Letterbox,
@@ -83,7 +97,8 @@ def decode_detections(
     nms_iou: float = 0.5,
 ) -> list[dict[str, Any]]:
     """One image's detector output (5, h, w) -> ``[{"bbox": [x1, y1, x2, y2], "score": s}]``
-    in the photo's pixels (``image_size`` = (width, height)), best first."""
+    in the photo's pixels (``image_size`` = (width, height)), best first. A box mostly
+    inside a better one (PART_INSIDE, PART_SCORE) widens that one instead of being listed."""
     output = output.detach().float().cpu()
     stride = box.size // output.shape[-1]
     heat = torch.sigmoid(output[0])
@@ -108,7 +123,23 @@ def decode_detections(
             continue
         if any(box_iou(bbox, np.array(k["bbox"])) > nms_iou for k in kept):
             continue
-        kept.append({"bbox": [round(float(v), 1) for v in bbox], "score": float(heat[y, x])})
+        score = float(heat[y, x])
+        whole = next(
+            (
+                k
+                for k in kept
+                if score >= PART_SCORE * k["score"]
+                and _share_inside(bbox, np.array(k["bbox"])) >= PART_INSIDE
+            ),
+            None,
+        )
+        if whole is not None:
+            grown = np.r_[
+                np.minimum(whole["bbox"][:2], bbox[:2]), np.maximum(whole["bbox"][2:], bbox[2:])
+            ]
+            whole["bbox"] = [round(float(v), 1) for v in grown]
+            continue
+        kept.append({"bbox": [round(float(v), 1) for v in bbox], "score": score})
         if len(kept) == max_detections:
             break
     return kept
