@@ -207,10 +207,11 @@ def cached_records(
     crowd: bool = False,
 ) -> Records:
     """``build_records`` for the synth generator, stored once under CACHE_DIR. ``version``
-    picks the cache of another generator version (default: the current source's)."""
+    picks the cache of another generator version (default: the current source's); crowd
+    pages are cached apart from the others."""
     version = version or generator_version()
-    name = f"{split}-crowd" if crowd else split
-    key = f"{name}_{seeds.start}_{seeds.stop}_{det_size}_{REGION}_{SEG_REGION}_{version}"
+    kind = f"{split}-crowd" if crowd else split
+    key = f"{kind}_{seeds.start}_{seeds.stop}_{det_size}_{REGION}_{SEG_REGION}_{version}"
     folder = CACHE_DIR / key
     if version != generator_version() and not (folder / "done").exists():
         raise FileNotFoundError(f"no cached drawings of generator version {version} in {folder}")
