@@ -288,7 +288,7 @@ def augment_detector(
     The zoom keeps the figure in the frame; another person mostly pushed out of it becomes
     a NaN row."""
     size = image.shape[0]
-    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    boxes = np.asarray(boxes).reshape(-1, 4)
     x1, y1, x2, y2 = boxes[0]
     scale = rng.uniform(0.75, 1.2)
     # Keep the scaled box inside the frame, then place it anywhere that allows.
@@ -448,7 +448,7 @@ def detector_targets(
     l/t/r/b in cells (N, 4, g, g) and regression weights (N, g, g): the cells near each
     centre. A NaN box: no figure there. Where two people's Gaussians meet, a cell takes the
     higher heat and regresses that person's box."""
-    boxes = np.asarray(boxes, np.float64)
+    boxes = np.asarray(boxes)  # float32 boxes stay float32 (what the cache holds)
     if boxes.ndim == 2:
         boxes = boxes[:, None]
     g = size // stride
@@ -470,9 +470,9 @@ def detector_targets(
     sides = [(xs - x1) / stride, (ys - y1) / stride, (x2 - xs) / stride, (y2 - ys) / stride]
     ltrb = np.stack(np.broadcast_arrays(*sides), axis=2)  # (N, K, 4, g, g)
     ltrb = np.take_along_axis(ltrb, owner[:, :, None].repeat(4, axis=2), axis=1)[:, 0]
-    heat = heat.max(axis=1)
+    heat = heat.max(axis=1).astype(np.float32)
     weights = (heat > 0.3).astype(np.float32) * heat
-    return heat.astype(np.float32), np.nan_to_num(ltrb).astype(np.float32), weights
+    return heat, np.nan_to_num(ltrb).astype(np.float32), weights
 
 
 def pose_targets(
