@@ -64,21 +64,24 @@ def cell_boxes(output: torch.Tensor, stride: int) -> torch.Tensor:
     )
 
 
-def box_iou(a: np.ndarray, b: np.ndarray) -> float:
-    """IoU of two [x1, y1, x2, y2] boxes."""
+def _intersection(a: np.ndarray, b: np.ndarray) -> float:
+    """The area two [x1, y1, x2, y2] boxes share."""
     iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
     ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = iw * ih
+    return iw * ih
+
+
+def box_iou(a: np.ndarray, b: np.ndarray) -> float:
+    """IoU of two [x1, y1, x2, y2] boxes."""
+    inter = _intersection(a, b)
     union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
     return float(inter / union) if union > 0 else 0.0
 
 
 def _share_inside(part: np.ndarray, whole: np.ndarray) -> float:
     """The share of box ``part``'s area inside box ``whole`` (both [x1, y1, x2, y2])."""
-    iw = max(0.0, min(part[2], whole[2]) - max(part[0], whole[0]))
-    ih = max(0.0, min(part[3], whole[3]) - max(part[1], whole[1]))
     area = (part[2] - part[0]) * (part[3] - part[1])
-    return float(iw * ih / area) if area > 0 else 0.0
+    return float(_intersection(part, whole) / area) if area > 0 else 0.0
 
 
 # A box at least this share inside a better one, scoring at least PART_SCORE of its score,

@@ -111,10 +111,14 @@ def crop(image: np.ndarray, bbox: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _models: dict[str, torch.nn.Module] = {}
 
 
-def _load(detector_path: str, pose_path: str, segmenter_path: str) -> None:
+def _load_detector(detector_path: str) -> None:
     torch.set_num_threads(1)
     cv2.setNumThreads(1)
     _models["detector"] = load_detector(detector_path)
+
+
+def _load(detector_path: str, pose_path: str, segmenter_path: str) -> None:
+    _load_detector(detector_path)
     _models["pose"] = load_pose(pose_path)
     _models["segmenter"] = load_segmenter(segmenter_path)
 
@@ -434,8 +438,7 @@ def evaluate_crowded(n: int, detector_path: Path, workers: int) -> list[tuple[fl
     """``score_crowded`` on the first ``n`` held-out seeds."""
     start = SETS["held-out seeds"][0]
     ctx = multiprocessing.get_context("fork")
-    paths = (str(detector_path), str(WEIGHTS_DIR / "pose.pt"), str(WEIGHTS_DIR / "segmenter.pt"))
-    with ctx.Pool(workers, initializer=_load, initargs=paths) as pool:
+    with ctx.Pool(workers, initializer=_load_detector, initargs=(str(detector_path),)) as pool:
         return pool.map(score_crowded, range(start, start + n), chunksize=16)
 
 
@@ -459,6 +462,8 @@ def score_crowded(seed: int) -> tuple[float, float] | None:
 def crowd_report(scores: list[tuple[float, float] | None]) -> str:
     """The detector on crowded pages as a Markdown table."""
     found = [s for s in scores if s is not None]
+    if not found:
+        return f"(no page with other people among the first {len(scores)} held-out seeds)"
     one, group = np.array(found).T
     boxes = summarise_boxes(list(one))
     return "\n".join(
@@ -658,7 +663,7 @@ def markdown(args: argparse.Namespace, tables: list[str], timing: str) -> str:
         tables[0],
         "",
         "The detector on pages with other people of the figure's size beside it (the held-out "
-        "seeds drawn with the generator's `crowd`; training sees such pages), its best box "
+        "seeds drawn with the generator's `crowd`, which `--crowd` trains on), its best box "
         "against each person:",
         "",
         tables[5],

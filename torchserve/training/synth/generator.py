@@ -21,8 +21,7 @@ MIN_SIDE, MAX_SIDE = 32, 4096
 MASK_MARGIN_PX = 2
 ASPECTS = (1.0, 4 / 3, 3 / 2, 16 / 9, 5 / 4)
 # With `crowd`, the share of pages with one other person of about the figure's size beside
-# it, and with two (one each side): families, friends holding hands, one figure standing on
-# another. Real photos with several figures touching were boxed as one by a detector that
+# it, and with two (one each side): families, friends holding hands. Real photos with several figures touching were boxed as one by a detector that
 # had never seen two labelled side by side.
 CROWD_ONE, CROWD_TWO = 0.15, 0.06
 
@@ -147,8 +146,8 @@ def _companion_boxes(
     rng: np.random.Generator, fig_box, h: int, w: int, margin: float
 ) -> list[tuple[float, float, float, float]]:
     """Where other people stand beside the figure: boxes (x0, y0, x1, y1) of about its size,
-    side by side (often overlapping, as hands and hair touch) or one on top of the other,
-    inside the page; none on most pages."""
+    on about the same ground, side by side (their boxes barely overlapping, as hands and hair
+    touch), inside the page; none on most pages."""
     roll = rng.random()
     n = 2 if roll < CROWD_TWO else 1 if roll < CROWD_TWO + CROWD_ONE else 0
     x0, y0, x1, y1 = fig_box
@@ -158,16 +157,10 @@ def _companion_boxes(
     for side in sides:
         ch = bh * rng.uniform(0.7, 1.1)  # the scene's small people stay under 0.8
         cw = ch * rng.uniform(0.45, 0.9)
-        if side in ("left", "right"):
-            gap = rng.uniform(-0.1, 0.2) * min(bw, cw)
-            cx0 = x0 - gap - cw if side == "left" else x1 + gap
-            cy1 = y1 + rng.uniform(-0.15, 0.1) * bh  # about the same ground
-            box = (cx0, cy1 - ch, cx0 + cw, cy1)
-        else:
-            overlap = rng.uniform(-0.05, 0.05) * ch
-            cx0 = (x0 + x1) / 2 - cw / 2 + rng.uniform(-0.3, 0.3) * bw
-            cy0 = y0 - ch + overlap if side == "above" else y1 - overlap
-            box = (cx0, cy0, cx0 + cw, cy0 + ch)
+        gap = rng.uniform(-0.1, 0.2) * min(bw, cw)
+        cx0 = x0 - gap - cw if side == "left" else x1 + gap
+        cy1 = y1 + rng.uniform(-0.15, 0.1) * bh
+        box = (cx0, cy1 - ch, cx0 + cw, cy1)
         if box[0] >= margin and box[1] >= margin and box[2] <= w - margin and box[3] <= h - margin:
             boxes.append(box)
     return boxes
@@ -211,7 +204,7 @@ def generate(
     exclude: styles never produced, e.g. HELD_OUT_STYLES for training (a value may also
     be a tuple of values to leave out of that axis).
     only: styles forced, e.g. HELD_OUT_STYLES for the held-out-styles evaluation.
-    crowd: some pages also hold other people of the figure's size beside or on it, their
+    crowd: some pages also hold other people of the figure's size beside it, their
     boxes in `Sample.others` (training; drawn from a generator of their own, so a page
     without them is the same as with crowd off).
     """
