@@ -17,8 +17,9 @@ line when a joint estimate misses the ink. So the figure moves like a paper pupp
 2. The mesh is cut between every two parts, and each part turns whole (a rotation and a
    translation, never a stretch) about the joint it hangs from (`PartBinding`): the head
    about the drawn neck, a limb about its shoulder, elbow, hip or knee (moved onto the
-   middle of the seam there, `on_seams`), carried there by the part it hangs from. A
-   face, a hand, a sleeve keeps its drawn shape in every frame.
+   middle of the seam there, `on_seams`; a limb meshed to it through a corner only, with
+   no seam, about that corner), carried there by the part it hangs from. A face, a hand,
+   a sleeve keeps its drawn shape in every frame.
 3. The seams stay closed: around each joint a disk of the parent part's drawing, as wide
    as the limb, turns with the child and is drawn behind every part (`BACKING`), so a
    bent elbow or a raised arm shows a rounded joint where a wedge of paper would open.
@@ -517,6 +518,12 @@ _CHILDREN = {
 }
 
 
+# Each part's index -> the indices of every part below it.
+_DESCENDANTS = {
+    p: _CHILDREN[p] | {g for c in _CHILDREN[p] for g in _CHILDREN[c]} for p in _CHILDREN
+}
+
+
 def _bridges(members: np.ndarray, label: int, part: np.ndarray, pairs: np.ndarray, n: int) -> bool:
     """Whether the piece `members` (of part `label`) is all that joins two stretches of the
     rest of the figure besides the limb below it (a "limb" drawn along the body's line,
@@ -624,8 +631,11 @@ def on_seams(
     for hinge in joins:
         name = PARTS[hinge.child]
         ends = seam_edges(vertices, triangles, pairs, part, hinge.child, hinge.parent)
-        if name == "head" or not len(ends):
-            out.append(hinge)  # the head turns at the drawn neck; no seam: at the joint
+        if name == "head":
+            out.append(hinge)  # the head turns at the drawn neck
+            continue
+        if not len(ends):
+            out.append(replace(hinge, point=_contact(vertices, triangles, part, hinge)))
             continue
         bone = JOINT_INDEX[DRIVER[name]]
         along = joints[bone] - joints[PARENT_INDEX[bone]]
@@ -644,6 +654,26 @@ def on_seams(
         )
         out.append(replace(hinge, point=hinge.point + middle))
     return out
+
+
+def _contact(
+    vertices: np.ndarray, triangles: np.ndarray, part: np.ndarray, hinge: Hinge
+) -> np.ndarray:
+    """(2,): where the limb `hinge.child`, which shares no edge with the part it hangs from,
+    comes nearest to that part (or, where that part has no triangle, to the rest of the
+    figure above it): a stick meshed to the body through a corner turns about that corner,
+    not about a knee placed halfway down it. A limb with no triangle of its own, or drawn
+    apart (farther than its backing disk's radius), turns at its joint."""
+    own = triangles[part == hinge.child]
+    rest = triangles[part == hinge.parent]
+    if not len(rest):
+        rest = triangles[~np.isin(part, [hinge.child, *_DESCENDANTS[hinge.child]])]
+    if not len(own) or not len(rest):
+        return hinge.point
+    a, b = vertices[np.unique(own)], vertices[np.unique(rest)]
+    gap = np.linalg.norm(a[:, None] - b[None], axis=2)
+    i, j = np.unravel_index(np.argmin(gap), gap.shape)
+    return (a[i] + b[j]) / 2 if gap[i, j] <= hinge.radius else hinge.point
 
 
 def pivots(joins: list[Hinge], joints: np.ndarray) -> np.ndarray:
