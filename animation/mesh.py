@@ -265,7 +265,7 @@ def build_mesh(
         None if texture is None else _mean_colours(texture, label, vertices[triangles].mean(axis=1))
     )
     part = label_triangles(vertices, triangles, label, joints, neck, inside, colours, core)
-    part = attach_pieces(vertices, triangles, part, joins)
+    part = attach_pieces(vertices, triangles, part, joins, joints)
     part = arms_on_the_head(vertices, triangles, part)
     joins = on_seams(vertices, triangles, part, joins, joints)
     pieces = cut(vertices, triangles, part, joins)

@@ -455,15 +455,20 @@ def _neighbours(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def attach_pieces(
-    vertices: np.ndarray, triangles: np.ndarray, part: np.ndarray, joins: list[Hinge]
+    vertices: np.ndarray,
+    triangles: np.ndarray,
+    part: np.ndarray,
+    joins: list[Hinge],
+    joints: np.ndarray,
 ) -> np.ndarray:
     """`part` with every piece of a limb that does not reach the joint its limb turns
-    about, or is not drawn joined to the part the limb hangs from, given to the part it
-    borders most: a stroke the bone does not run along (a second arm stroke beside the
-    one the joints lie on, a foot drawn onto the body) stays with what it is drawn joined
-    to, rather than swing away from it and tear; so does a piece that alone holds two
+    about, or does not come near its bone, or is not drawn joined to the part the limb
+    hangs from, given to the part it borders most: a stroke the bone does not run along
+    (a second arm stroke beside the one the joints lie on, a foot drawn onto the body, an
+    ear beside a shoulder set deep in a big body) stays with what it is drawn joined to,
+    rather than swing away from it and tear; so does a piece that alone holds two
     stretches of the rest of the figure together. A piece is a run of triangles of one
-    part joined through edges."""
+    part joined through edges; `joints` (16, 2) are the rest skeleton's."""
     part = part.copy()
     pairs = edge_pairs(triangles)
     reach = {h.child: h for h in joins}
@@ -488,9 +493,12 @@ def attach_pieces(
             corners = vertices[np.unique(triangles[members])]
             # Reached from the edge of the parent the joint sits in: a stick arm drawn out
             # of a dress starts at the dress's edge, not at the shoulder inside it.
+            end = JOINT_INDEX[DRIVER[PARTS[label]]]
             near = (
                 np.linalg.norm(corners - hinge.point, axis=1).min()
                 <= _REACH * hinge.radius + hinge.depth
+                and _segment_distance(corners, joints[PARENT_INDEX[end]], joints[end]).min()
+                <= _REACH * hinge.radius
             )
             if near and (hinge.parent in others or not others.size):
                 key = (label, members.tobytes())
