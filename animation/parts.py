@@ -684,6 +684,15 @@ def _contact(
     return (a[i] + b[j]) / 2 if gap[i, j] <= hinge.radius else hinge.point
 
 
+def _joined(pairs: np.ndarray, chosen: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """(T,) bool: the triangles of `chosen` joined through edges (`pairs`, over chosen and
+    `to` triangles) to a triangle of `to`."""
+    among = chosen | to
+    links = pairs[among[pairs[:, 0]] & among[pairs[:, 1]]]
+    piece = components(len(chosen), links)
+    return chosen & np.isin(piece, piece[to])
+
+
 def pivots(joins: list[Hinge], joints: np.ndarray) -> np.ndarray:
     """(P, 2): the rest point each part turns about: its hinge's, the root for the torso."""
     out = np.tile(joints[JOINT_INDEX["root"]], (len(PARTS), 1)).astype(np.float64)
@@ -711,6 +720,7 @@ def cut(
     hinge's radius and along the seam, copied to move with the child, painted behind every
     part."""
     centres = vertices[triangles].mean(axis=1)
+    pairs = edge_pairs(triangles)
     backing = []
     for hinge in joins:
         # Along the whole seam too: where a limb is drawn against its parent, the strip of
@@ -719,9 +729,11 @@ def cut(
         on_seam[triangles[part == hinge.child].ravel()] = True
         near = np.linalg.norm(centres - hinge.point, axis=1) < hinge.radius
         beside = on_seam[triangles].any(axis=1)
-        backing += [
-            (t, hinge.child) for t in np.flatnonzero((part == hinge.parent) & (near | beside))
-        ]
+        chosen = (part == hinge.parent) & (near | beside)
+        # Only what is joined to the limb through edges: a scrap of the parent touching
+        # it at a corner only would be carried off beside it as a loose piece.
+        kept = _joined(pairs, chosen, part == hinge.child)
+        backing += [(t, hinge.child) for t in np.flatnonzero(kept)]
     mover = np.r_[part, [c for _, c in backing]].astype(np.int64)
     source = np.r_[np.arange(len(triangles)), [t for t, _ in backing]].astype(np.int64)
     corners = triangles[source]  # (T + B, 3)
