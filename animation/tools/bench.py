@@ -1,4 +1,5 @@
-"""Benchmark: `python -m animation.tools.bench [--runs 5] [--real DIR] [--quick] [--shape DIR]`.
+"""Benchmark: `python -m animation.tools.bench [--runs 5] [--real DIR] [--quick] [--shape DIR
+[--jitter SIGMA --seeds N]]`.
 
 Four parts, each case in a fresh process so that its peak RSS is its own:
 
@@ -31,6 +32,7 @@ skipped silently. Wall times on a shared machine are noisy: quote them with the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -40,6 +42,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from animation.character import Character
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_DRAWINGS = REPO.parent / "shared" / "real-dev"
@@ -301,29 +307,61 @@ def bench_defaults(characters: dict[str, Path], tmp: Path) -> None:
     )
 
 
-def bench_shape(characters: dict[str, Path]) -> list[dict]:
-    """4. What every shipped motion does to the real drawings' shape (animation.distortion),
-    at the defaults: spikes, pieces torn off, flipped triangles, the head's local scale
-    and the torso's worst stretch. Target: every clip within the bounds the tests hold."""
+def jittered(character: Character, sigma: float, seed: int) -> Character:
+    """`character` with each rest joint moved by a normal offset of `sigma` times the
+    figure's longest side (seeded; root stays on the hip, every joint on the texture): a
+    pose a few pixels off, as another crop or another model's weights would give."""
     import numpy as np
 
-    from animation.character import for_output, load_character
+    from animation.skeleton import JOINT_INDEX, Skeleton
+
+    rest = character.skeleton.rest
+    rows, cols = np.nonzero(character.mask)
+    side = max(np.ptp(rows), np.ptp(cols)) + 1 if rows.size else 1
+    moved = rest + np.random.default_rng(seed).normal(0.0, sigma * side, rest.shape)
+    moved[JOINT_INDEX["root"]] = moved[JOINT_INDEX["hip"]]
+    height, width = character.mask.shape
+    moved = np.clip(moved, 0, (width - 1, height - 1))
+    return dataclasses.replace(character, skeleton=Skeleton(moved))
+
+
+def bench_shape(
+    characters: dict[str, Path],
+    motions: tuple[str, ...] = MOTIONS,
+    jitter: float = 0.0,
+    seeds: int = 1,
+) -> list[dict]:
+    """4. What every shipped motion does to the real drawings' shape (animation.distortion),
+    at the defaults: spikes, pieces torn off, flipped triangles, the head's local scale
+    and the torso's worst stretch. Target: every clip within the bounds the tests hold.
+    With `jitter`, each drawing is rigged `seeds` times with its joints moved (`jittered`):
+    how the rig holds a pose a few pixels off."""
+    import numpy as np
+
+    from animation.character import load_character
     from animation.distortion import HEAD_SCALE, TORSO_STRETCH, measure
+    from animation.figure import rig_for
     from animation.motions import load_motion
     from animation.parts import PARTS
-    from animation.render import build_rig
     from animation.retarget import retarget
 
     print("\nshape kept (distortion per clip; head scale within 0.9-1.1, torso stretch <= 1.5):")
+    if jitter:
+        print(f"  joints moved by {jitter:g} of the figure's side, seeds 0-{seeds - 1}")
     head, torso = PARTS.index("head"), PARTS.index("torso")
     rows = []
-    for name, folder in characters.items():
+    runs = [(name, folder, seed) for name, folder in characters.items() for seed in range(seeds)]
+    for name, folder, seed in runs:
+        character = load_character(folder)
+        if jitter:
+            character = jittered(character, jitter, seed)
+            name = f"{name}/{seed}"
         try:
-            rig = build_rig(for_output(load_character(folder), 256))
+            rig = rig_for(character, 256)  # as the service rigs it
         except ValueError as exc:  # no humanoid skeleton, nothing to mesh
             print(f"  {name:<9} left out: {exc}")
             continue
-        for motion in MOTIONS:
+        for motion in motions:
             clip = load_motion(motion)
             joints = retarget(rig.character.skeleton, clip, clip.plan(15, 150).times_s)
             d = measure(rig, joints)
@@ -364,17 +402,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="skip the defaults table (3.)")
     parser.add_argument(
         "--shape", type=Path, metavar="DIR",
-        help="only part 4, on every annotation folder in DIR (gateway.tools.characters)",
+        help="only part 4, on every annotation folder in DIR (gateway.tools.characters), "
+        "every shipped motion",
     )  # fmt: skip
+    parser.add_argument(
+        "--jitter", type=float, default=0.0, metavar="SIGMA",
+        help="with --shape: move each joint by SIGMA of the figure's side (e.g. 0.02)",
+    )  # fmt: skip
+    parser.add_argument("--seeds", type=int, default=1, help="with --jitter: poses per drawing")
     parser.add_argument("--case", choices=("default", "same_work"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.case:
         _child(args.case, args.runs)
         return 0
     if args.shape:
+        from animation.motions import load_motion_table
         from animation.sheet import character_folders
 
-        rows = bench_shape({folder.name: folder for folder in character_folders(args.shape)})
+        rows = bench_shape(
+            {folder.name: folder for folder in character_folders(args.shape)},
+            tuple(load_motion_table()),
+            args.jitter,
+            args.seeds,
+        )
         return 0 if rows else 1
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     bench_synthetic(args.runs)

@@ -1,9 +1,11 @@
 """The benchmark's own parts: the character it builds from the sample photo, the
 whole-process measurement of a CLI run, and what it says about missing real drawings."""
 
+import numpy as np
 import pytest
 
 from animation.character import load_character
+from animation.skeleton import JOINT_INDEX
 from animation.tools import bench
 from tests.support.rigs import AD_CHARACTER
 
@@ -55,3 +57,20 @@ def test_the_shape_section_measures_every_motion_and_says_what_is_out_of_bounds(
     assert all(r["ok"] and r["head"] == pytest.approx((1.0, 1.0)) for r in rows), rows
     out = capsys.readouterr().out
     assert "clips in bounds: 4 / 4 = 1.00" in out and "OUT OF BOUNDS" not in out
+
+
+def test_jittered_joints_move_by_the_figures_size_seeded_and_stay_on_the_texture():
+    character = load_character(AD_CHARACTER)
+    rest = character.skeleton.rest
+    same = bench.jittered(character, 0.02, 3).skeleton.rest
+    np.testing.assert_array_equal(same, bench.jittered(character, 0.02, 3).skeleton.rest)
+    assert not np.allclose(same, bench.jittered(character, 0.02, 4).skeleton.rest)
+    rows, cols = np.nonzero(character.mask)
+    side = max(np.ptp(rows), np.ptp(cols)) + 1
+    moved = np.linalg.norm(same - rest, axis=1)
+    assert 0.005 * side < np.median(moved) < 0.05 * side
+    np.testing.assert_array_equal(same[JOINT_INDEX["root"]], same[JOINT_INDEX["hip"]])
+    far = bench.jittered(character, 5.0, 0).skeleton.rest  # every joint pushed off the page
+    height, width = character.mask.shape
+    assert far.min() >= 0 and (far <= (width - 1, height - 1)).all()
+    np.testing.assert_array_equal(bench.jittered(character, 0.0, 0).skeleton.rest, rest)
