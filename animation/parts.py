@@ -526,12 +526,6 @@ _CHILDREN = {
 }
 
 
-# Each part's index -> the indices of every part below it.
-_DESCENDANTS = {
-    p: _CHILDREN[p] | {g for c in _CHILDREN[p] for g in _CHILDREN[c]} for p in _CHILDREN
-}
-
-
 def _bridges(members: np.ndarray, label: int, part: np.ndarray, pairs: np.ndarray, n: int) -> bool:
     """Whether the piece `members` (of part `label`) is all that joins two stretches of the
     rest of the figure besides the limb below it (a "limb" drawn along the body's line,
@@ -675,7 +669,8 @@ def _contact(
     own = triangles[part == hinge.child]
     rest = triangles[part == hinge.parent]
     if not len(rest):
-        rest = triangles[~np.isin(part, [hinge.child, *_DESCENDANTS[hinge.child]])]
+        # A limb's parts below it are its lower part at most: limbs are two deep.
+        rest = triangles[~np.isin(part, [hinge.child, *_CHILDREN[hinge.child]])]
     if not len(own) or not len(rest):
         return hinge.point
     a, b = vertices[np.unique(own)], vertices[np.unique(rest)]
