@@ -19,9 +19,9 @@ in its embedded queue (lost on restart). Either way it says so in one line.
 
 Every way of stopping it stops every server:
 - Ctrl-C, SIGTERM to it or to its whole process group, SIGHUP (the terminal closed): it
-  stops the gateway (SIGTERM: requests in flight finish), then the worker (SIGTERM: it
-  finishes or hands back its jobs within WORKER_GRACE_S), then Redis (SIGTERM: it syncs its
-  append-only file), then TorchServe, then exits. The servers run in their own sessions,
+  stops the gateway (SIGTERM: requests in flight finish) and the worker (SIGTERM: it
+  finishes or hands back its jobs within WORKER_GRACE_S) side by side, then Redis (SIGTERM:
+  it syncs its append-only file) and TorchServe, then exits. The servers run in their own sessions,
   so a group signal reaches this process only and never half-stops a server behind its
   back; further signals while stopping are ignored (stopping is bounded: the gateway's
   graceful timeout, the worker's grace, Redis's and TorchServe's 30 s, then SIGKILL).
@@ -519,15 +519,23 @@ def stop_leader(pgid: int, timeout: float) -> None:
     finishes or hands back its jobs; Redis syncs its append-only file), up to `timeout` for
     it to exit, then whatever is left of the group (render workers) gets SIGTERM and, at
     last, SIGKILL."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while psutil.pid_exists(pgid) and time.monotonic() < deadline:
-        with contextlib.suppress(psutil.Error):
-            if psutil.Process(pgid).status() == psutil.STATUS_ZOMBIE:
-                break
-        time.sleep(0.1)
-    end_group(pgid, 5.0)
+    stop_leaders([(pgid, timeout)])
+
+
+def stop_leaders(groups: list[tuple[int, float]]) -> None:
+    """`stop_leader` for each (pgid, timeout) of `groups` at once: every leader gets its
+    SIGTERM first, so they wind down side by side."""
+    for pgid, _ in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pgid, signal.SIGTERM)
+    start = time.monotonic()
+    for pgid, timeout in groups:
+        while psutil.pid_exists(pgid) and time.monotonic() < start + timeout:
+            with contextlib.suppress(psutil.Error):
+                if psutil.Process(pgid).status() == psutil.STATUS_ZOMBIE:
+                    break
+            time.sleep(0.1)
+        end_group(pgid, 5.0)
 
 
 def _child_dies_with_parent() -> None:  # runs in the forked child, before exec
@@ -721,29 +729,38 @@ class Servers:
             )
 
     def stop(self) -> None:
-        """The gateway first (its requests in flight still need the models and Redis), then
-        the worker (its jobs too), then Redis, then TorchServe."""
+        """The gateway and the worker first, side by side (their requests and jobs in flight
+        still need the models and Redis), then Redis and TorchServe."""
         s = self.settings
-        for proc, name, timeout, pid_file in (
+        self._stop_side_by_side(
             (self.gateway, "the gateway", _graceful_timeout(s.gateway_env) + 5,
              s.gateway_pid_file),
             (self.worker, "the job worker (its jobs finish or go back to the queue)",
              s.worker_grace + 5, s.worker_pid_file),
-            (self.redis, "Redis", REDIS_STOP_S, s.redis_pid_file),
-        ):  # fmt: skip
-            if proc is None:
-                continue
+        )  # fmt: skip
+        torchserve = s.torchserve.pid if self.torchserve_started else None
+        if torchserve is not None:  # a JVM takes seconds to stop: it goes while Redis syncs
+            say("stopping TorchServe...")
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(torchserve, signal.SIGTERM)
+        self._stop_side_by_side((self.redis, "Redis", REDIS_STOP_S, s.redis_pid_file))
+        if self.torchserve_started:
+            s.torchserve.stop()
+        self.watchdog.done()
+
+    @staticmethod
+    def _stop_side_by_side(*servers: tuple[subprocess.Popen | None, str, float, Path]) -> None:
+        """Each (process, name, timeout, pid file) of `servers` that runs, stopped at once
+        (`stop_leaders`), its pid file removed."""
+        running = [server for server in servers if server[0] is not None]
+        for proc, name, _, _ in running:
             if proc.poll() is None:
                 say(f"stopping {name}...")
-            stop_leader(proc.pid, timeout)
+        stop_leaders([(proc.pid, timeout) for proc, _, timeout, _ in running])
+        for proc, _, _, pid_file in running:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
             pid_file.unlink(missing_ok=True)
-        if self.torchserve_started:
-            if self.settings.torchserve.pid is not None:
-                say("stopping TorchServe...")
-            self.settings.torchserve.stop()
-        self.watchdog.done()
 
 
 def print_ready(settings: Settings) -> None:
