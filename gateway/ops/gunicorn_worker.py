@@ -9,6 +9,10 @@ every request when there is room, goes the usual way; a request on a kept-alive 
 is checked again once gunicorn has parsed its headers. Refusals do not count towards
 gunicorn's `max_requests`. Why at the head: a refusal there costs the event loop a fraction
 of one through Flask (docs/BENCHMARKS.md, sections overload and refusal-path).
+
+On SIGTERM the worker drains: requests in flight finish (up to `graceful_timeout`), and
+connections that wait for their next request (kept alive, idle) are closed at once, as
+nginx does; gunicorn's gevent worker would wait out their `keepalive` (5 s) first.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ HEAD_PEEK_BYTES = 8192  # gunicorn's own limit on the request line
 class GatewayWorker(GeventWorker):
     admission: Admission | None = None
     shedder: Shedder | None = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._waiting: set[socket.socket] = set()  # connections between two requests
 
     @staticmethod
     def shedder_for(app) -> Shedder:
@@ -73,7 +81,24 @@ class GatewayWorker(GeventWorker):
                 finally:
                     client.close()  # the body unread: the kernel resets the connection
                 return
-        super().handle(listener, client, addr)
+        self._waiting.add(client)
+        try:
+            super().handle(listener, client, addr)
+        finally:
+            self._waiting.discard(client)
+
+    def handle_exit(self, sig, frame) -> None:
+        """SIGTERM: stop (gunicorn's drain), and close the connections that wait for a
+        next request; in a greenlet of its own, out of the signal handler."""
+        super().handle_exit(sig, frame)
+        gevent.spawn(self._close_waiting)
+
+    def _close_waiting(self) -> None:
+        for client in list(self._waiting):
+            try:
+                client.shutdown(socket.SHUT_RDWR)  # its handler reads the end, and closes
+            except OSError:
+                pass
 
     def _peek(self, client, size: int) -> tuple[bytes, float]:
         """Up to `size` bytes the client sent, left unread (b"" if nothing came in time),
@@ -91,6 +116,7 @@ class GatewayWorker(GeventWorker):
     def handle_request(self, listener_name, req, sock, addr):
         """A request gunicorn parsed (a kept-alive connection's next one, or a head that
         did not come in whole): the same check."""
+        self._waiting.discard(sock)
         if self.admission is not None and self.admission.full_for(sock):
             headers = {name.lower(): value for name, value in req.headers}
             if self.admission.at_head(req.method, req.path, headers, sock):
@@ -101,3 +127,5 @@ class GatewayWorker(GeventWorker):
         finally:
             if self.admission is not None:
                 self.admission.release(sock)  # admitted, or done without a slot
+            if self.alive:
+                self._waiting.add(sock)  # kept alive: it waits for the next one

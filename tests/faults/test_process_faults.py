@@ -147,3 +147,26 @@ def test_sigterm_finishes_the_request_in_flight_refuses_new_ones_and_exits(
     assert time.monotonic() - signalled < grace
     assert gw.proc.returncode == 0, gw.log_tail()
     assert not any(alive(p) for p in everything)
+
+
+def test_sigterm_closes_a_kept_alive_connection_waiting_for_its_next_request(
+    gateway_factory, tmp_path: Path
+):
+    # A client (a load balancer, `requests`) keeps its connection open after an answer.
+    # gunicorn's gevent worker would let it wait out `keepalive` before the worker exits;
+    # it is closed at once, as nginx does, so a rolling restart does not wait on it.
+    gw = gateway_factory(offline_env(tmp_path / "gifs"))
+    keepalive = gunicorn_setting("keepalive")
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as kept:
+        kept.sendall(b"GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += kept.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 200") and b"close" not in answer.lower()
+        os.kill(gw.proc.pid, signal.SIGTERM)
+        kept.settimeout(keepalive - 1)
+        rest = b""
+        while chunk := kept.recv(4096):  # the body's rest, then the server's end
+            rest += chunk
+    gw.proc.wait(timeout=keepalive)
+    assert gw.proc.returncode == 0, gw.log_tail()
