@@ -79,6 +79,14 @@ def stack(model_env, tmp_path):
         yield lambda **env: Stack(exits, model_env, tmp_path, **env)
 
 
+@pytest.fixture(scope="module")
+def refusing(model_env, tmp_path_factory):
+    """One stack, no worker, for the tests of what is refused at submission: nothing they
+    send may be queued, so they share it (each starting its own cost 5-8 s)."""
+    with ExitStack() as exits:
+        yield Stack(exits, model_env, tmp_path_factory.mktemp("refusing"))
+
+
 def stored_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.gif"))
 
@@ -264,11 +272,10 @@ def test_a_callback_is_signed_and_tried_again_after_a_500(stack):
      "https://192.168.0.7/h", "http://example.com/h", "ftp://example.com/h",
      "https://user:pw@example.com/h"],
 )  # fmt: skip
-def test_a_callback_to_a_private_or_metadata_address_is_refused_at_submission(stack, url):
-    s = stack()
-    reply = s.submit(callback_url=url)
+def test_a_callback_to_a_private_or_metadata_address_is_refused_at_submission(refusing, url):
+    reply = refusing.submit(callback_url=url)
     assert reply.status_code == 400 and reply.json()["error"]["code"] == "invalid_callback"
-    assert s.queued() == 0
+    assert refusing.queued() == 0
 
 
 def bad_requests() -> dict[str, dict]:
@@ -294,8 +301,8 @@ def bad_requests() -> dict[str, dict]:
     }  # fmt: skip
 
 
-def test_bad_input_to_jobs_gets_the_same_4xx_as_animate_and_nothing_is_queued(stack):
-    s = stack()
+def test_bad_input_to_jobs_gets_the_same_4xx_as_animate_and_nothing_is_queued(refusing):
+    s = refusing
     for name, kwargs in bad_requests().items():
         headers = {**AUTH, **kwargs.pop("headers", {})}
         answers = [requests.post(f"{s.url}{route}", headers=headers, timeout=30, **kwargs)
