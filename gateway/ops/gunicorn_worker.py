@@ -81,7 +81,6 @@ class GatewayWorker(GeventWorker):
                 finally:
                     client.close()  # the body unread: the kernel resets the connection
                 return
-        self._waiting.add(client)
         try:
             super().handle(listener, client, addr)
         finally:
@@ -95,10 +94,16 @@ class GatewayWorker(GeventWorker):
 
     def _close_waiting(self) -> None:
         for client in list(self._waiting):
-            try:
-                client.shutdown(socket.SHUT_RDWR)  # its handler reads the end, and closes
-            except OSError:
-                pass
+            _end(client)
+
+    def _waits_for_a_request(self, client: socket.socket) -> None:
+        """`client`, answered, now waits for its next request: ended at once if the worker
+        stops. (A new connection that has not sent its first request yet is left to
+        gunicorn: its request may be on its way.)"""
+        if self.alive:
+            self._waiting.add(client)
+        else:  # SIGTERM came while its last answer was going out
+            _end(client)
 
     def _peek(self, client, size: int) -> tuple[bytes, float]:
         """Up to `size` bytes the client sent, left unread (b"" if nothing came in time),
@@ -127,5 +132,12 @@ class GatewayWorker(GeventWorker):
         finally:
             if self.admission is not None:
                 self.admission.release(sock)  # admitted, or done without a slot
-            if self.alive:
-                self._waiting.add(sock)  # kept alive: it waits for the next one
+            self._waits_for_a_request(sock)  # kept alive
+
+
+def _end(client: socket.socket) -> None:
+    """End a connection from this side: its handler reads the end, and closes it."""
+    try:
+        client.shutdown(socket.SHUT_RDWR)
+    except OSError:  # gone already
+        pass
