@@ -467,15 +467,16 @@ def attach_pieces(
     (a second arm stroke beside the one the joints lie on, a foot drawn onto the body, an
     ear beside a shoulder set deep in a big body) stays with what it is drawn joined to,
     rather than swing away from it and tear; so does a piece that alone holds two
-    stretches of the rest of the figure together. A piece is a run of triangles of one
+    stretches of the rest of the figure together, unless what it holds are scraps of the
+    part it hangs from (`_scraps`), which go with it. A piece is a run of triangles of one
     part joined through edges; `joints` (16, 2) are the rest skeleton's."""
     part = part.copy()
     pairs = edge_pairs(triangles)
     reach = {h.child: h for h in joins}
-    # `_bridges`' answers, kept while no triangle moves into or out of what it reads (the
+    # `_held_apart`'s answers, kept while no triangle moves into or out of what it reads (the
     # piece's part and the parts hanging from it): a stray piece given to the body makes
     # the loop go round again, and needs only its own limb checked anew.
-    bridges: dict[tuple[int, bytes], bool] = {}
+    bridges: dict[tuple[int, bytes], list[np.ndarray]] = {}
     for _ in range(len(PARTS)):
         same = pairs[part[pairs[:, 0]] == part[pairs[:, 1]]]
         piece = components(len(triangles), same)
@@ -503,8 +504,16 @@ def attach_pieces(
             if near and (hinge.parent in others or not others.size):
                 key = (label, members.tobytes())
                 if key not in bridges:
-                    bridges[key] = _bridges(members, label, part, pairs, len(triangles))
-                if not bridges[key]:
+                    bridges[key] = _held_apart(members, label, part, pairs, len(triangles))
+                stretches = bridges[key]
+                if not stretches:
+                    continue
+                if _scraps(stretches, part, len(members), hinge.parent):
+                    # Scraps of the part it hangs from that hang from the limb alone (a few
+                    # body triangles in the crotch, reached only through a thigh) are its.
+                    part[np.concatenate(stretches)] = label
+                    bridges = {}  # rare: every answer is read again
+                    changed = True
                     continue
                 others = np.array([hinge.parent])  # it holds the body together: body it is
             if others.size:
@@ -519,6 +528,11 @@ def attach_pieces(
 
 
 _REACH = 2.0  # a limb's piece reaches its joint within this many backing radii of it
+# What a limb's piece alone holds to the rest of the figure, up to this share of its own
+# triangles, is scraps of the labelling (3 body triangles in real-dev char1's crotch, held
+# by a thigh of 23), the limb's; more is a stretch of the body (a hood's side held by an
+# arm of 56 in real photo 06: 17), and the limb is the body's.
+_SCRAP = 0.15
 # Each part's index -> the indices of the parts hanging from it.
 _CHILDREN = {
     PART_INDEX[part]: {PART_INDEX[c] for c, (parent, _) in HANGS_FROM.items() if parent == part}
@@ -526,17 +540,39 @@ _CHILDREN = {
 }
 
 
-def _bridges(members: np.ndarray, label: int, part: np.ndarray, pairs: np.ndarray, n: int) -> bool:
-    """Whether the piece `members` (of part `label`) is all that joins two stretches of the
-    rest of the figure besides the limb below it (a "limb" drawn along the body's line,
-    with the body going on past its end): moved, it would tear them apart."""
+def _scraps(stretches: list[np.ndarray], part: np.ndarray, size: int, parent: int) -> bool:
+    """Whether the `stretches` a limb's piece of `size` triangles holds (`_held_apart`) are
+    scraps of the `parent` part it hangs from: each of the parent's alone, at most `_SCRAP`
+    of the piece, and a small share of the parent, which lies mostly elsewhere (an upper
+    arm drawn as one triangle is no scrap of itself)."""
+    whole = np.count_nonzero(part == parent)
+    return all(
+        (part[s] == parent).all() and len(s) <= _SCRAP * size and whole > 2 * len(s)
+        for s in stretches
+    )
+
+
+def _held_apart(
+    members: np.ndarray, label: int, part: np.ndarray, pairs: np.ndarray, n: int
+) -> list[np.ndarray]:
+    """The stretches of the rest of the figure (besides the limb below it) that the piece
+    `members` (of part `label`) alone joins to the rest: each the (K,) indices of its
+    triangles, all but the biggest of those it holds together; none when it holds nothing
+    together. A "limb" drawn along the body's line, with the body going on past its end,
+    holds a long stretch of body: moved, it would tear it off."""
     below = _CHILDREN[label]
     rest = ~np.isin(part, [label, *below])
     rest[members] = False
     kept = pairs[rest[pairs[:, 0]] & rest[pairs[:, 1]]]
     before = components(n, pairs[~np.isin(part[pairs], list(below)).any(axis=1)])
     after = components(n, kept)
-    return len(np.unique(after[rest])) > len(np.unique(before[rest]))
+    stretches = []
+    for whole in np.unique(before[rest]):
+        split = after[rest & (before == whole)]
+        labels, sizes = np.unique(split, return_counts=True)
+        for cut_off in labels[np.argsort(sizes)[:-1]]:
+            stretches.append(np.flatnonzero(rest & (after == cut_off)))
+    return stretches
 
 
 def arms_along_body(

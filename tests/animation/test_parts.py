@@ -459,6 +459,25 @@ def test_a_joints_backing_is_only_what_is_drawn_joined_to_the_limb():
     }
 
 
+def test_scraps_of_the_body_that_only_a_thigh_holds_go_with_the_leg():
+    # Real-dev char1, with AnimatedDrawings' own mask and joints: the labelling leaves
+    # three body triangles in the crotch that only the right thigh joins to the body. The
+    # thigh was taken for a strip holding the body together and given to it whole, with
+    # its shin: the right leg never moved, and the body dragged it stiff through a walk.
+    r = rig_for(load_character(real_dev("char1", "char_cfg.yaml").parent), 256)
+    drawn = r.mesh.part[r.mesh.layer > 0]
+    for leg in ("right_upper_leg", "right_lower_leg"):
+        assert np.count_nonzero(drawn == PART_INDEX[leg]) >= 20, leg
+    clip = motion_clip(r, "zombie")  # a walk: the right knee bends
+    foot = r.mesh.binding.part == PART_INDEX["right_lower_leg"]
+    torso = r.mesh.binding.part == PART_INDEX["torso"]
+    posed = r.pose(clip)
+    # The foot moves against the body (carried stiff, it kept one place on it).
+    against_body = posed[:, foot].mean(axis=1) - posed[:, torso].mean(axis=1)
+    assert np.ptp(against_body, axis=0).max() > 10
+    assert not measure(r, clip).torn.any()
+
+
 def _posed_photo(name: str, photo: str, corner: tuple[int, int]):
     """The rig (256 px) of a real photo's crop at `corner` (left, top) with the mask and
     joints kept in `data/NAME`."""
