@@ -476,7 +476,7 @@ def attach_pieces(
     # `_held_apart`'s answers, kept while no triangle moves into or out of what it reads (the
     # piece's part and the parts hanging from it): a stray piece given to the body makes
     # the loop go round again, and needs only its own limb checked anew.
-    bridges: dict[tuple[int, bytes], list[np.ndarray]] = {}
+    held: dict[tuple[int, bytes], list[np.ndarray]] = {}
     for _ in range(len(PARTS)):
         same = pairs[part[pairs[:, 0]] == part[pairs[:, 1]]]
         piece = components(len(triangles), same)
@@ -503,23 +503,23 @@ def attach_pieces(
             )
             if near and (hinge.parent in others or not others.size):
                 key = (label, members.tobytes())
-                if key not in bridges:
-                    bridges[key] = _held_apart(members, label, part, pairs, len(triangles))
-                stretches = bridges[key]
+                if key not in held:
+                    held[key] = _held_apart(members, label, part, pairs, len(triangles))
+                stretches = held[key]
                 if not stretches:
                     continue
                 if _scraps(stretches, part, len(members), hinge.parent):
                     # Scraps of the part it hangs from that hang from the limb alone (a few
                     # body triangles in the crotch, reached only through a thigh) are its.
                     part[np.concatenate(stretches)] = label
-                    bridges = {}  # rare: every answer is read again
+                    held = {}  # rare: every answer is read again
                     changed = True
                     continue
                 others = np.array([hinge.parent])  # it holds the body together: body it is
             if others.size:
                 given = int(np.bincount(others).argmax())
                 moved = {label, given}
-                bridges = {k: v for k, v in bridges.items() if not moved & {k[0], *_CHILDREN[k[0]]}}
+                held = {k: v for k, v in held.items() if not moved & {k[0], *_CHILDREN[k[0]]}}
                 part[members] = given
                 changed = True
         if not changed:

@@ -21,8 +21,8 @@ Every way of stopping it stops every server:
 - Ctrl-C, SIGTERM to it or to its whole process group, SIGHUP (the terminal closed): it
   stops the gateway (SIGTERM: requests in flight finish) and the worker (SIGTERM: it
   finishes or hands back its jobs within WORKER_GRACE_S) side by side, then Redis (SIGTERM:
-  it syncs its append-only file) and TorchServe, then exits. The servers run in their own sessions,
-  so a group signal reaches this process only and never half-stops a server behind its
+  it syncs its append-only file), then TorchServe, then exits. The servers run in their
+  own sessions, so a group signal reaches this process only and never half-stops a server behind its
   back; further signals while stopping are ignored (stopping is bounded: the gateway's
   graceful timeout, the worker's grace, Redis's and TorchServe's 30 s, then SIGKILL).
 - its parent dies (the `make` or shell that started it is killed): the kernel sends it
@@ -730,7 +730,7 @@ class Servers:
 
     def stop(self) -> None:
         """The gateway and the worker first, side by side (their requests and jobs in flight
-        still need the models and Redis), then Redis and TorchServe."""
+        still need the models and Redis), then Redis, then TorchServe."""
         s = self.settings
         self._stop_side_by_side(
             (self.gateway, "the gateway", _graceful_timeout(s.gateway_env) + 5,
@@ -738,13 +738,10 @@ class Servers:
             (self.worker, "the job worker (its jobs finish or go back to the queue)",
              s.worker_grace + 5, s.worker_pid_file),
         )  # fmt: skip
-        torchserve = s.torchserve.pid if self.torchserve_started else None
-        if torchserve is not None:  # a JVM takes seconds to stop: it goes while Redis syncs
-            say("stopping TorchServe...")
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(torchserve, signal.SIGTERM)
         self._stop_side_by_side((self.redis, "Redis", REDIS_STOP_S, s.redis_pid_file))
         if self.torchserve_started:
+            if s.torchserve.pid is not None:
+                say("stopping TorchServe...")
             s.torchserve.stop()
         self.watchdog.done()
 
