@@ -16,7 +16,8 @@ onto a shadow. The joints say where the figure is, so they decide:
    beyond the page, where the photo ends);
 2. the pieces that hold a joint, or that a bone (a joint-to-parent segment) runs through,
    are the figure, and so are hand-sized pieces at a limb's end and things on the head;
-   every other piece is dropped;
+   every other piece is dropped; a neighbour's head drawn against the figure's (a face
+   as big as its own beside it, holding no joint) goes, with what hangs off it;
 3. a blob that only touches the figure at a narrow neck (a ball by the knee, a sun by
    the head) and holds no joint and no bone is cut off, unless the figure holds it: a
    stroke joins it to a hand (a balloon on its string, a sword, a ball in the fist); one
@@ -116,6 +117,11 @@ OUTLINE_GAP, OUTLINE_GAP_PX = 1 / 20, 3.0
 # ankles, a back behind the hips: real photos 38 and 02); a page's ruled line runs on far
 # past it (27: at 0.5 the lines of the page and the paper between them came in).
 OUTLINE_REACH = 0.3
+# A neighbour's face against the head (`_cut_neighbours_faces`): an outline's inside from
+# this much to this much of the figure's own face's area (real photo 36's: 0.9; an ear, a
+# bun: well under the least), and her head up to this many of her face's radii from its
+# middle (her hair round it).
+NEIGHBOUR_FACE, NEIGHBOUR_HEAD = (0.6, 1.6), 1.6
 
 
 Edges = tuple[bool, bool, bool, bool]  # left, top, right, bottom
@@ -312,6 +318,7 @@ def finish_mask(
         out = _largest(out)
     else:
         out = _figure_pieces(out, figure)
+        out = _cut_neighbours_faces(out, figure, inked)
         # The mask's broad parts, split at its narrow necks: an opening with a disc wider
         # than a limb (steps 3's both rules).
         radius = max(2.0, NECK_RADIUS * figure.size)
@@ -598,6 +605,61 @@ def _figure_pieces(mask: np.ndarray, figure: FigureJoints) -> np.ndarray:
     touched |= inner & figure.at_the_ends(centroids, stats[:, cv2.CC_STAT_AREA])
     touched[0] = False
     return touched[labels]
+
+
+def _cut_neighbours_faces(mask: np.ndarray, figure: FigureJoints, inked: np.ndarray) -> np.ndarray:
+    """`mask` less a neighbour's head drawn against the figure's, and what hangs off the
+    figure only through it (her neck, her body).
+
+    Children draw families side by side, heads touching: the two heads are one blob, so no
+    neck parts them, and the head's reach keeps the other. A face is an outline's inside
+    (paper the `inked` strokes enclose). The figure's is the one its head joint lies in; a
+    neighbour's is another one beside it at its height, about as big (NEIGHBOUR_FACE),
+    with no joint and no bone in it and no hand near it (a balloon held up). An ear or a
+    bun is smaller; a hat sits above. Her head is what lies nearer her face than the
+    figure's (each distance in its face's radius), up to NEIGHBOUR_HEAD of her radius.
+    """
+    bone = figure.head_bone()
+    if bone is None:
+        return mask
+    head, chest = bone
+    strokes = mask & inked
+    insides = (fill_holes(strokes) & ~strokes).astype(np.uint8)
+    count, labels, stats, centroids = cv2.connectedComponentsWithStats(insides, connectivity=4)
+    own = int(_labels_at(labels, head[None])[0])
+    if own <= 0:
+        return mask
+    area = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
+    radius = np.sqrt(area / np.pi)
+    up = (head - chest) / max(1e-9, float(np.linalg.norm(head - chest)))
+    offset = centroids - centroids[own]
+    height, aside = np.abs(offset @ up), np.abs(offset @ np.array([-up[1], up[0]]))
+    faces = (
+        (area >= NEIGHBOUR_FACE[0] * area[own]) & (area <= NEIGHBOUR_FACE[1] * area[own])
+        & (height <= radius[own]) & (aside >= 1.5 * radius[own])
+        & ~figure.labels_touched(labels, count)
+    )  # fmt: skip
+    for point, bone_length in figure.hands:
+        faces &= np.linalg.norm(centroids - point, axis=1) > HAND_REACH * bone_length + radius
+    faces[[0, own]] = False
+    if not faces.any():
+        return mask
+    rows, cols = np.nonzero(mask)
+    points = np.stack([cols, rows], axis=1).astype(np.float64)
+    mine = np.linalg.norm(points - centroids[own], axis=1) / radius[own]
+    cut = np.zeros(mask.shape, bool)
+    for label in np.flatnonzero(faces):
+        theirs = np.linalg.norm(points - centroids[label], axis=1) / radius[label]
+        near = (theirs < mine) & (theirs <= NEIGHBOUR_HEAD)
+        cut[rows[near], cols[near]] = True
+    # What the cut left apart from the figure, against her head, is hers.
+    rest = mask & ~cut
+    count, pieces = cv2.connectedComponents(rest.astype(np.uint8), connectivity=8)
+    hers = np.zeros(count, bool)
+    hers[np.unique(pieces[morph.dilate(cut, 1.5) & rest])] = True
+    keep = figure.labels_touched(pieces, count) | ~hers
+    keep[0] = False
+    return keep[pieces]
 
 
 def _cut_glued_blobs(

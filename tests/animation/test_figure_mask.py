@@ -373,3 +373,30 @@ def test_a_line_across_the_page_is_cut_where_it_leaves_the_figure_but_a_held_pol
     # running to it is the figure's.
     tight = finish_mask(mask, rgb, page.skeleton, open_edges=(False, True, False, True))
     assert tight.mask[(line > 0) & away].mean() > 0.95
+
+
+def test_a_neighbours_face_against_the_head_goes_with_her_neck_but_an_ear_stays():
+    # Real photo 36's kind: a family side by side, heads touching. The neighbour's face is
+    # an outline as big as the figure's own, beside it at its height, with no joint in it;
+    # her neck hangs off the figure only through it. An ear is an outline beside the head
+    # too, but small.
+    page = pages.stick_figure(0, width=3)
+    (x, y), radius = pages.POSE["neck"], pages.HEAD_RADIUS
+    them, ear = (x + 2 * radius + 6, y), (x - radius - 10, y)
+    cover = np.zeros(page.figure.shape, np.uint8)
+    cv2.circle(cover, them, radius, 1, 3)
+    cv2.line(cover, (them[0], y + radius), (them[0], y + radius + 25), 1, 3)  # her neck
+    cv2.line(cover, (x + radius, y), (them[0] - radius, y), 1, 5)  # hair between the heads
+    cv2.circle(cover, ear, 12, 1, 3)
+    ink = pages.photograph(cover.astype(np.float32), (70, 70, 80), (255, 255, 255), 1, grain=0)
+    rgb = (page.rgb.astype(np.float32) * ink / 255).astype(np.uint8)
+    mask = morph.dilate(page.figure | pages._filled(cover.astype(np.float32)), 2)
+    finished = finish_mask(mask, rgb, page.skeleton)
+    neighbour = np.zeros_like(cover)
+    cv2.circle(neighbour, them, radius + 1, 1, -1)
+    cv2.line(neighbour, (them[0], y + radius), (them[0], y + radius + 25), 1, 3)
+    assert finished.mask[neighbour > 0].mean() < 0.05
+    assert finished.mask[page.figure].mean() > 0.97
+    earring = np.zeros_like(cover)
+    cv2.circle(earring, ear, 12, 1, -1)
+    assert finished.mask[earring > 0].mean() > 0.9
