@@ -346,7 +346,6 @@ def test_every_way_of_stopping_make_run_stops_every_server(instance, make_runs):
             assert "the job worker exited (status -9)" in run.output(), run.tail()
 
 
-@pytest.mark.timeout(400)
 def _leftover(command: list[str], env: dict[str, str], pid_file: str) -> subprocess.Popen:
     """A server an earlier run left: in a session of its own, its pid in RUN_STATE_DIR."""
     proc = subprocess.Popen(
@@ -358,6 +357,7 @@ def _leftover(command: list[str], env: dict[str, str], pid_file: str) -> subproc
     return proc
 
 
+@pytest.mark.timeout(400)
 def test_leftovers_of_this_checkout_are_replaced_and_a_running_one_is_not(instance, make_runs):
     # What an earlier run that died without its watchdog leaves: TorchServe in the state
     # folder; a gateway, a job worker and Redis (on make run's port) whose pids the run's
