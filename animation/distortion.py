@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from animation.parts import PARTS
+from animation.parts import BACKING, PARTS
 from animation.rasterise import affine_maps, rasterise
 from animation.render import Rig, frame_geometry
 
@@ -82,7 +82,9 @@ def measure(rig: Rig, joints: np.ndarray, size: int = 256) -> Distortion:
     posed = vertices[:, tri]  # (F, T, 3, 2)
     linear = affine_maps(rest, posed)[..., :2]  # (F, T, 2, 2); NaN for a flat rest triangle
     area = np.abs(_cross(rest[:, 1] - rest[:, 0], rest[:, 2] - rest[:, 0])) / 2
-    real = area >= _SLIVER * np.median(area)
+    # The backing is a skin behind the parts that stretches across a bent joint by design
+    # (`parts.cut`): its stretch is no part's. It counts in the extent and the pieces.
+    real = (area >= _SLIVER * np.median(area)) & (rig.mesh.layer != BACKING)
     sigma = np.linalg.svd(linear[:, real], compute_uv=False)  # (F, T', 2)
     det = np.linalg.det(linear[:, real])
     part = rig.mesh.part[real]

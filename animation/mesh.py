@@ -281,6 +281,8 @@ def build_mesh(
             rest=pieces.vertices,
             rest_joints=joints.copy(),
             pivots=pivots(joins, joints),
+            anchor=pieces.vertex_anchor,
+            follow=pieces.vertex_follow,
             still=tuple(
                 sorted(
                     PART_INDEX[p]

@@ -139,6 +139,11 @@ class PartBinding:
     rest_joints: np.ndarray  # (16, 2)
     pivots: np.ndarray  # (P, 2) rest: the point each part turns about (its hinge's)
     still: tuple[int, ...] = ()  # parts that move with the part they hang from
+    # A backing vertex moves partly with the part its triangle was copied from (`cut`):
+    # (N,) int64 that part (a vertex's own part where it has none) and (N,) float64 the
+    # share of its own part's motion (1: rigid with it). None: every vertex rigid.
+    anchor: np.ndarray | None = None
+    follow: np.ndarray | None = None
 
     def transforms(self, joints: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(F, 16, 2) joints -> each part's rigid motion: turn (F, P) radians, rest pivot
@@ -170,8 +175,14 @@ class PartBinding:
     def targets(self, joints: np.ndarray) -> np.ndarray:
         """(F, 16, 2) joint positions -> (F, N, 2) vertex positions."""
         turn, pivot_rest, pivot = self.transforms(joints)
-        offset = self.rest - pivot_rest[self.part]  # (N, 2)
-        return pivot[:, self.part] + _rotate(offset, turn[:, self.part])
+        own = pivot[:, self.part] + _rotate(self.rest - pivot_rest[self.part], turn[:, self.part])
+        if self.anchor is None or self.follow is None:
+            return own
+        held = pivot[:, self.anchor] + _rotate(
+            self.rest - pivot_rest[self.anchor], turn[:, self.anchor]
+        )
+        share = self.follow[None, :, None]
+        return share * own + (1.0 - share) * held
 
 
 # A hand this far behind the chest (in leg lengths) is drawn behind the body, a foot this
@@ -741,6 +752,8 @@ class CutMesh:
     part: np.ndarray  # (T + B,) the part each triangle moves with
     layer: np.ndarray  # (T + B,) index into LAYERS: painter's order
     vertex_part: np.ndarray  # (N',) the part each vertex moves with
+    vertex_anchor: np.ndarray  # (N',) the part a backing vertex was copied from (else its own)
+    vertex_follow: np.ndarray  # (N',) the share of `vertex_part`'s motion it takes (else 1)
 
 
 def cut(
@@ -749,10 +762,16 @@ def cut(
     """Cut the mesh between every two parts (a vertex shared by triangles of k parts
     becomes k vertices), and add each joint's backing: the parent's triangles within the
     hinge's radius and along the seam, copied to move with the child, painted behind every
-    part."""
+    part.
+
+    A backing is a skin, not a plate: on the seam it moves with the child, so no crack of
+    paper opens between child and parent, and a hinge's radius from the seam with the
+    parent, blended between. Turned rigidly with an arm raised high, the body's half-disk
+    at the shoulder swung out past the body's outline as a spike."""
     centres = vertices[triangles].mean(axis=1)
     pairs = edge_pairs(triangles)
     backing = []
+    follow = np.ones((len(PARTS), len(vertices)))  # share of the child's motion, per child
     for hinge in joins:
         # Along the whole seam too: where a limb is drawn against its parent, the strip of
         # the parent beside it turns with it, so no crack of paper opens between them.
@@ -764,18 +783,35 @@ def cut(
         # Only what is joined to the limb through edges: a scrap of the parent touching
         # it at a corner only would be carried off beside it as a loose piece.
         kept = _joined(pairs, chosen, part == hinge.child)
-        backing += [(t, hinge.child) for t in np.flatnonzero(kept)]
-    mover = np.r_[part, [c for _, c in backing]].astype(np.int64)
-    source = np.r_[np.arange(len(triangles)), [t for t, _ in backing]].astype(np.int64)
+        backing += [(t, hinge.child, hinge.parent) for t in np.flatnonzero(kept)]
+        used = np.unique(triangles[kept])
+        if len(used) and on_seam.any():
+            # A few hundred vertices each way at most: pairwise in numpy (no scipy here).
+            gap = np.sqrt(
+                ((vertices[used, None] - vertices[None, on_seam]) ** 2).sum(axis=-1).min(axis=1)
+            )
+            follow[hinge.child, used] = np.clip(1.0 - gap / max(hinge.radius, 1e-9), 0.0, 1.0)
+    mover = np.r_[part, [c for _, c, _ in backing]].astype(np.int64)
+    holder = np.r_[part, [p for _, _, p in backing]].astype(np.int64)
+    source = np.r_[np.arange(len(triangles)), [t for t, _, _ in backing]].astype(np.int64)
     corners = triangles[source]  # (T + B, 3)
     # One vertex per (vertex, part moving it).
     key = corners * len(PARTS) + mover[:, None]
-    unique, index = np.unique(key.ravel(), return_inverse=True)
+    unique, first, index = np.unique(key.ravel(), return_index=True, return_inverse=True)
     layer = np.r_[part + 1, np.full(len(backing), BACKING)].astype(np.int64)
+    vertex, vertex_part = unique // len(PARTS), (unique % len(PARTS)).astype(np.int64)
+    # A vertex any part's own triangle uses moves with that part alone; one only a backing
+    # uses is held by the backing's parent too.
+    own = np.zeros(len(unique), bool)
+    own[index[: 3 * len(triangles)]] = True
+    anchor = np.where(own, vertex_part, np.repeat(holder, 3)[first]).astype(np.int64)
+    share = np.where(own, 1.0, follow[vertex_part, vertex])
     return CutMesh(
-        vertices=vertices[unique // len(PARTS)],
+        vertices=vertices[vertex],
         triangles=index.reshape(-1, 3).astype(np.int64),
         part=mover,
         layer=layer,
-        vertex_part=(unique % len(PARTS)).astype(np.int64),
+        vertex_anchor=anchor,
+        vertex_follow=share,
+        vertex_part=vertex_part,
     )
