@@ -22,13 +22,14 @@ from torchserve.training.evaluate_photos import annotate, load_truth, score, sco
 pytestmark = pytest.mark.integration
 TRUTH = {t.name: t for t in load_truth()}
 # Measured with `python -m torchserve.training.evaluate_photos` against `make run`
-# (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.866,
-# 8 below 0.85 (before lines running off the crop were cut: 9 below; before a learned
+# (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.873,
+# 8 below 0.85 (before a neighbour's head against the figure's was cut: 0.866; before
+# lines running off the crop were cut: 9 below; before a learned
 # mask's strokes were taken whole: 0.855, 10 below; before a stick figure's bays and big
 # feet: 0.836, 13 below; before the edge was put on the ink: 0.796, 16 below; at 84b56e3,
 # before the dark-page, spilled-paper and outline rules: 0.766, 17 below). Issue 26's
 # target is 0.92 with at most three below 0.85: these hold today's level, not it.
-MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.86, 8
+MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.87, 8
 
 
 def _scored(url: str, name: str):
