@@ -9,6 +9,7 @@ import pytest
 from animation import morph
 from animation.figure_mask import FigureJoints, edge_on_ink, finish_mask
 from animation.mask_warnings import WARNINGS
+from animation.morph import fill_holes
 from animation.segment import figure_mask
 from animation.skeleton import COCO_KEYPOINTS, JOINTS, Skeleton
 from tests.support import pages
@@ -378,19 +379,19 @@ def test_a_line_across_the_page_is_cut_where_it_leaves_the_figure_but_a_held_pol
 def test_a_neighbours_face_against_the_head_goes_with_her_neck_but_an_ear_stays():
     # Real photo 36's kind: a family side by side, heads touching. The neighbour's face is
     # an outline as big as the figure's own, beside it at its height, with no joint in it;
-    # her neck hangs off the figure only through it. An ear is an outline beside the head
-    # too, but small.
+    # her neck hangs off the figure only through it. A big ear is an outline beside the
+    # head too, but a third of the face.
     page = pages.stick_figure(0, width=3)
     (x, y), radius = pages.POSE["neck"], pages.HEAD_RADIUS
-    them, ear = (x + 2 * radius + 6, y), (x - radius - 10, y)
+    them, ear = (x + 2 * radius + 6, y), (x - radius - 18, y)
     cover = np.zeros(page.figure.shape, np.uint8)
     cv2.circle(cover, them, radius, 1, 3)
     cv2.line(cover, (them[0], y + radius), (them[0], y + radius + 25), 1, 3)  # her neck
     cv2.line(cover, (x + radius, y), (them[0] - radius, y), 1, 5)  # hair between the heads
-    cv2.circle(cover, ear, 12, 1, 3)
+    cv2.circle(cover, ear, 20, 1, 3)  # a third of the face: a big ear
     ink = pages.photograph(cover.astype(np.float32), (70, 70, 80), (255, 255, 255), 1, grain=0)
     rgb = (page.rgb.astype(np.float32) * ink / 255).astype(np.uint8)
-    mask = morph.dilate(page.figure | pages._filled(cover.astype(np.float32)), 2)
+    mask = morph.dilate(page.figure | fill_holes(cover > 0), 2)
     finished = finish_mask(mask, rgb, page.skeleton)
     neighbour = np.zeros_like(cover)
     cv2.circle(neighbour, them, radius + 1, 1, -1)
@@ -398,5 +399,5 @@ def test_a_neighbours_face_against_the_head_goes_with_her_neck_but_an_ear_stays(
     assert finished.mask[neighbour > 0].mean() < 0.05
     assert finished.mask[page.figure].mean() > 0.97
     earring = np.zeros_like(cover)
-    cv2.circle(earring, ear, 12, 1, -1)
+    cv2.circle(earring, ear, 20, 1, -1)
     assert finished.mask[earring > 0].mean() > 0.9
