@@ -281,7 +281,6 @@ def build_mesh(
             rest=pieces.vertices,
             rest_joints=joints.copy(),
             pivots=pivots(joins, joints),
-            anchor=pieces.vertex_anchor,
             follow=pieces.vertex_follow,
             still=tuple(
                 sorted(

@@ -139,10 +139,8 @@ class PartBinding:
     rest_joints: np.ndarray  # (16, 2)
     pivots: np.ndarray  # (P, 2) rest: the point each part turns about (its hinge's)
     still: tuple[int, ...] = ()  # parts that move with the part they hang from
-    # A backing vertex moves partly with the part its triangle was copied from (`cut`):
-    # (N,) int64 that part (a vertex's own part where it has none) and (N,) float64 the
-    # share of its own part's motion (1: rigid with it). None: every vertex rigid.
-    anchor: np.ndarray | None = None
+    # (N,) float64: the share of its part's motion each vertex takes; a backing vertex
+    # (`cut`) takes the rest from the part its part hangs from. None: every vertex rigid.
     follow: np.ndarray | None = None
 
     def transforms(self, joints: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -175,14 +173,16 @@ class PartBinding:
     def targets(self, joints: np.ndarray) -> np.ndarray:
         """(F, 16, 2) joint positions -> (F, N, 2) vertex positions."""
         turn, pivot_rest, pivot = self.transforms(joints)
-        own = pivot[:, self.part] + _rotate(self.rest - pivot_rest[self.part], turn[:, self.part])
-        if self.anchor is None or self.follow is None:
-            return own
-        held = pivot[:, self.anchor] + _rotate(
-            self.rest - pivot_rest[self.anchor], turn[:, self.anchor]
-        )
-        share = self.follow[None, :, None]
-        return share * own + (1.0 - share) * held
+        out = pivot[:, self.part] + _rotate(self.rest - pivot_rest[self.part], turn[:, self.part])
+        blend = np.flatnonzero(self.follow < 1.0) if self.follow is not None else []
+        if len(blend):
+            parent = _PARENT[self.part[blend]]
+            held = pivot[:, parent] + _rotate(
+                self.rest[blend] - pivot_rest[parent], turn[:, parent]
+            )
+            share = self.follow[blend][None, :, None]
+            out[:, blend] = share * out[:, blend] + (1.0 - share) * held
+        return out
 
 
 # A hand this far behind the chest (in leg lengths) is drawn behind the body, a foot this
@@ -544,6 +544,10 @@ _REACH = 2.0  # a limb's piece reaches its joint within this many backing radii 
 # by a thigh of 23), the limb's; more is a stretch of the body (a hood's side held by an
 # arm of 56 in real photo 06: 17), and the limb is the body's.
 _SCRAP = 0.15
+# Each part's index -> the index of the part it hangs from (the torso's own).
+_PARENT = np.array(
+    [PART_INDEX[HANGS_FROM[p][0]] if p in HANGS_FROM else k for k, p in enumerate(PARTS)]
+)
 # Each part's index -> the indices of the parts hanging from it.
 _CHILDREN = {
     PART_INDEX[part]: {PART_INDEX[c] for c, (parent, _) in HANGS_FROM.items() if parent == part}
@@ -752,8 +756,7 @@ class CutMesh:
     part: np.ndarray  # (T + B,) the part each triangle moves with
     layer: np.ndarray  # (T + B,) index into LAYERS: painter's order
     vertex_part: np.ndarray  # (N',) the part each vertex moves with
-    vertex_anchor: np.ndarray  # (N',) the part a backing vertex was copied from (else its own)
-    vertex_follow: np.ndarray  # (N',) the share of `vertex_part`'s motion it takes (else 1)
+    vertex_follow: np.ndarray  # (N',) the share of its motion (`PartBinding.follow`)
 
 
 def cut(
@@ -783,7 +786,7 @@ def cut(
         # Only what is joined to the limb through edges: a scrap of the parent touching
         # it at a corner only would be carried off beside it as a loose piece.
         kept = _joined(pairs, chosen, part == hinge.child)
-        backing += [(t, hinge.child, hinge.parent) for t in np.flatnonzero(kept)]
+        backing += [(t, hinge.child) for t in np.flatnonzero(kept)]
         used = np.unique(triangles[kept])
         if len(used) and on_seam.any():
             # A few hundred vertices each way at most: pairwise in numpy (no scipy here).
@@ -791,27 +794,23 @@ def cut(
                 ((vertices[used, None] - vertices[None, on_seam]) ** 2).sum(axis=-1).min(axis=1)
             )
             follow[hinge.child, used] = np.clip(1.0 - gap / max(hinge.radius, 1e-9), 0.0, 1.0)
-    mover = np.r_[part, [c for _, c, _ in backing]].astype(np.int64)
-    holder = np.r_[part, [p for _, _, p in backing]].astype(np.int64)
-    source = np.r_[np.arange(len(triangles)), [t for t, _, _ in backing]].astype(np.int64)
+    mover = np.r_[part, [c for _, c in backing]].astype(np.int64)
+    source = np.r_[np.arange(len(triangles)), [t for t, _ in backing]].astype(np.int64)
     corners = triangles[source]  # (T + B, 3)
     # One vertex per (vertex, part moving it).
     key = corners * len(PARTS) + mover[:, None]
-    unique, first, index = np.unique(key.ravel(), return_index=True, return_inverse=True)
+    unique, index = np.unique(key.ravel(), return_inverse=True)
     layer = np.r_[part + 1, np.full(len(backing), BACKING)].astype(np.int64)
     vertex, vertex_part = unique // len(PARTS), (unique % len(PARTS)).astype(np.int64)
-    # A vertex any part's own triangle uses moves with that part alone; one only a backing
-    # uses is held by the backing's parent too.
+    # A vertex a part's own triangle uses moves with that part alone.
     own = np.zeros(len(unique), bool)
     own[index[: 3 * len(triangles)]] = True
-    anchor = np.where(own, vertex_part, np.repeat(holder, 3)[first]).astype(np.int64)
     share = np.where(own, 1.0, follow[vertex_part, vertex])
     return CutMesh(
         vertices=vertices[vertex],
         triangles=index.reshape(-1, 3).astype(np.int64),
         part=mover,
         layer=layer,
-        vertex_anchor=anchor,
         vertex_follow=share,
         vertex_part=vertex_part,
     )

@@ -22,9 +22,10 @@ Every way of stopping it stops every server:
   stops the gateway (SIGTERM: requests in flight finish) and the worker (SIGTERM: it
   finishes or hands back its jobs within WORKER_GRACE_S) side by side, then Redis (SIGTERM:
   it syncs its append-only file), then TorchServe, then exits. The servers run in their
-  own sessions, so a group signal reaches this process only and never half-stops a server behind its
-  back; further signals while stopping are ignored (stopping is bounded: the gateway's
-  graceful timeout, the worker's grace, Redis's and TorchServe's 30 s, then SIGKILL).
+  own sessions, so a group signal reaches this process only and never half-stops a server
+  behind its back; further signals while stopping are ignored (stopping is bounded: the
+  gateway's graceful timeout, the worker's grace, Redis's and TorchServe's 30 s, then
+  SIGKILL).
 - its parent dies (the `make` or shell that started it is killed): the kernel sends it
   SIGTERM (PR_SET_PDEATHSIG), and it stops as above.
 - it dies itself (SIGKILL, a crash): a watchdog process, in a session of its own, holds
