@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 from animation.figure_mask import (
@@ -11,6 +12,7 @@ from animation.figure_mask import (
     finish_mask,
     with_ad_margin,
 )
+from animation.mask_warnings import mask_warnings
 from animation.paper import ink_map
 from animation.segment import AGREE_IOU, choose, figure_mask
 
@@ -59,6 +61,21 @@ def test_where_they_disagree_the_segmenters_is_kept_unless_its_warnings_are_wors
     assert choose(drawn, lost) is drawn  # joints_outside is more serious than figure_huge
     same = FinishedMask(box_mask(40, 60), ("figure_huge",), "learned")
     assert choose(drawn, same) is same  # as serious: the segmenter's
+
+
+def test_an_opencv_outline_left_hollow_loses_to_a_segmenters_mask_with_a_joint_out():
+    # A body outlined with skips: OpenCV's mask is the line alone, the segmenter's the body
+    # with a joint just off it. Hollow is the more serious: the rig would get a ring.
+    outline = np.zeros((200, 160), np.uint8)
+    cv2.ellipse(outline, (80, 100), (50, 80), 0, 0, 360, 1, 4)
+    outline[97:103, :] = 0
+    ring = outline > 0
+    drawn = FinishedMask(ring, mask_warnings(ring, ring, None))
+    assert drawn.warnings == ("hollow",)
+    body = np.zeros_like(outline)
+    cv2.ellipse(body, (80, 100), (52, 82), 0, 0, 360, 1, -1)
+    learned = FinishedMask(body > 0, ("joints_outside",), "learned")
+    assert choose(drawn, learned) is learned
 
 
 def test_a_learned_mask_is_finished_without_the_paper_and_margin_steps():

@@ -8,7 +8,7 @@ import pytest
 
 from animation import morph
 from animation.figure_mask import FigureJoints, edge_on_ink, finish_mask
-from animation.mask_warnings import WARNINGS
+from animation.mask_warnings import WARNINGS, mask_warnings
 from animation.morph import fill_holes
 from animation.segment import figure_mask
 from animation.skeleton import COCO_KEYPOINTS, JOINTS, Skeleton
@@ -218,6 +218,21 @@ def test_a_mask_of_plain_paper_is_named():
     assert finish_mask(blob, blank, None).warnings == ("mostly_paper",)
     everything = finish_mask(np.ones((200, 160), bool), blank, None)
     assert everything.warnings == ("figure_huge", "touches_border")
+
+
+def test_an_outline_whose_inside_was_left_out_is_named_hollow(stick):
+    # A body drawn as an outline with skips, of which only the line came through: closing
+    # the skips encloses far more paper than the line's own area. A filled body, and a stick
+    # figure whose arms and legs close bays off only as big as the sticks, are not hollow.
+    outline = np.zeros((200, 160), np.uint8)
+    cv2.ellipse(outline, (80, 100), (50, 80), 0, 0, 360, 1, 4)
+    outline[97:103, :] = 0  # a skip on each side
+    ring = outline > 0
+    assert "hollow" in mask_warnings(ring, ring, None)
+    filled = fill_holes(morph.closing(ring, 10))
+    assert "hollow" not in mask_warnings(filled, ring, None)
+    sticks = morph.dilate(stick.figure, 2)
+    assert "hollow" not in mask_warnings(sticks, sticks, None)
 
 
 def test_a_good_mask_has_no_warnings_and_every_code_is_described(stick):
