@@ -268,6 +268,10 @@ class FinishedMask:
     # (`_cut_lines_off_the_crop`): a line across the page, or a drawing that goes on past
     # the crop, which the second crop looks at (`crop.whole_drawing`); None when none.
     lines: np.ndarray | None = None
+    # (H, W) bool: the blobs hanging off the figure through a narrow neck that were cut as
+    # not the figure's (`_cut_glued_blobs`), which a second opinion may give back
+    # (`segment.choose`); None when none were cut.
+    cut: np.ndarray | None = None
 
     @property
     def with_feet(self) -> np.ndarray:
@@ -313,7 +317,7 @@ def finish_mask(
         # mask gets the same from `segment.drawn_regions`.
         gap = max(OUTLINE_GAP_PX, OUTLINE_GAP * min(mask.shape))
         out |= outlines_around_joints(_strokes_near(inked, out, gap, figure), figure, gap)
-    feet, lines = None, None
+    feet, lines, cut = None, None, None
     if figure is None:
         out = _largest(out)
     else:
@@ -323,7 +327,9 @@ def finish_mask(
         # than a limb (steps 3's both rules).
         radius = max(2.0, NECK_RADIUS * figure.size)
         broad = morph.opening(out, radius)
+        glued = out
         out, feet = _cut_glued_blobs(out, figure, inked, broad, radius)
+        cut = glued & ~out
         out, lines = _cut_lines_off_the_crop(out, figure, broad & out, radius, open_edges)
         thickness = max(3, int(round(ink.stroke_width)))
         out = _join_pieces(out, figure, thickness, ink.stroke_width)
@@ -337,8 +343,11 @@ def finish_mask(
         feet = fill_holes(out | (feet if learned else with_ad_margin(feet))) & ~out
     if lines is not None:
         lines &= ~out
+    if cut is not None:
+        cut &= ~(out if feet is None else out | feet)
+        cut = cut if cut.any() else None
     warnings = mask_warnings(out, inked, figure)
-    return FinishedMask(out, warnings, "learned" if learned else "opencv", feet, lines)
+    return FinishedMask(out, warnings, "learned" if learned else "opencv", feet, lines, cut)
 
 
 def outlines_around_joints(inked: np.ndarray, figure: FigureJoints, gap: float) -> np.ndarray:

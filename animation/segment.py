@@ -53,6 +53,10 @@ AGREE_IOU = 0.8
 # take the segmenter's misses with it (char3's yellow shoe, which it reads as a ball).
 TRIM_PX = 2
 REACH_PX = 1
+# Where they agree, a blob OpenCV's mask cut off at a narrow neck (`FinishedMask.cut`) is
+# given back when the segmenter's finished mask covers this share of it: the segmenter's
+# mask, broader at the neck, kept it as part of the figure (real photo 08's stub arm).
+GIVEN_BACK = 0.5
 
 
 def drawn_regions(ink: InkMap, figure: FigureJoints | None = None) -> np.ndarray:
@@ -157,8 +161,25 @@ def choose(
     both = np.count_nonzero(drawn.mask & learned.mask)
     either = np.count_nonzero(drawn.mask | learned.mask)
     if either and both / either >= AGREE_IOU:
-        return _trimmed(drawn, learned.mask, figure)
+        return _trimmed(_given_back(drawn, learned.mask), learned.mask, figure)
     return drawn if _severity(learned.warnings) > _severity(drawn.warnings) else learned
+
+
+def _given_back(drawn: FinishedMask, learned: np.ndarray) -> FinishedMask:
+    """`drawn` with the blobs it cut (`FinishedMask.cut`) that `learned` covers for at least
+    GIVEN_BACK of their area and that touch `drawn`'s mask."""
+    if drawn.cut is None:
+        return drawn
+    count, labels = cv2.connectedComponents(drawn.cut.astype(np.uint8), connectivity=8)
+    area = np.bincount(labels.ravel(), minlength=count)
+    covered = np.bincount(labels[learned], minlength=count)
+    touching = np.bincount(labels[morph.dilate(drawn.mask, 1.5)], minlength=count)
+    back = (covered >= GIVEN_BACK * area) & (touching > 0)
+    back[0] = False
+    if not back.any():
+        return drawn
+    blobs = back[labels]
+    return replace(drawn, mask=drawn.mask | blobs, cut=drawn.cut & ~blobs)
 
 
 def _trimmed(drawn: FinishedMask, learned: np.ndarray, figure: FigureJoints | None) -> FinishedMask:

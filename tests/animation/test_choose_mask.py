@@ -78,6 +78,23 @@ def test_an_opencv_outline_left_hollow_loses_to_a_segmenters_mask_with_a_joint_o
     assert choose(drawn, learned) is learned
 
 
+def test_where_they_agree_a_blob_opencv_cut_at_a_neck_is_given_back_if_the_segmenter_kept_it():
+    # OpenCV's mask cut a stub arm off at its narrow root (`FinishedMask.cut`); the
+    # segmenter's mask, broader there, holds it: the two agree on the figure, so the arm
+    # is the figure's. A blob the segmenter left out, or one apart from the figure, is not.
+    body = box_mask(30, 70)
+    arm = np.zeros_like(body)
+    arm[40:50, 70:78] = True
+    sun = np.zeros_like(body)
+    sun[2:10, 2:10] = True
+    drawn = FinishedMask(body, (), cut=arm | sun)
+    learned = FinishedMask(body | arm | sun, (), "learned")
+    chosen = choose(drawn, learned)
+    assert (chosen.mask == (body | arm)).all()
+    assert (chosen.cut == sun).all()
+    assert (choose(drawn, FinishedMask(body, (), "learned")).mask == body).all()
+
+
 def test_a_learned_mask_is_finished_without_the_paper_and_margin_steps():
     rgb = np.full((100, 100, 3), 245, np.uint8)
     rgb[20:80, 45:55] = 30  # a drawn bar; the learned mask also holds the paper beside it
