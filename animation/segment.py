@@ -11,10 +11,12 @@ With a learned segmenter's mask as well, both are finished and `choose` picks on
 they agree, OpenCV's, which follows the ink to the pixel (on real-dev it scores better than
 the segmenter's; docs/BENCHMARKS.md, section tight-crops), less its rim where the
 segmenter's mask does not reach (a blurred photo's soft edges fatten OpenCV's mask by a
-pixel or two; the segmenter learned the line as drawn); where they disagree, one of them
+pixel or two; the segmenter learned the line as drawn), with the blobs its rules cut at a
+narrow neck that the segmenter's mask holds (a stub arm); where they disagree, one of them
 failed, and on synthetic drawings of the hard kinds (a coloured-in page, a faint figure,
 props touching it) that is nearly always OpenCV (docs/BENCHMARKS.md, section from-readme),
-so the segmenter's, unless it looks the worse by its warnings.
+so the segmenter's, unless it looks the worse by its warnings (an OpenCV mask that is an
+outline's line alone, `hollow`, is the worse even against a joint off the segmenter's).
 """
 
 from __future__ import annotations
