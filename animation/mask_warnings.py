@@ -41,8 +41,8 @@ BORDER_SHARE = 0.25  # most share of the crop's border the figure may run along
 ON_INK_PX = 3  # "next to ink": within this many pixels
 # Hollow: closing the mask's gaps up to HOLLOW_GAP of the crop's shorter side encloses paper
 # of at least HOLLOW_SHARE of the mask's own area: an outline drawn with skips whose inside
-# was left out. On held-out synthetic drawings an OpenCV mask that hollow was the worse of
-# the two masks 98% of the time (docs/BENCHMARKS.md, section hollow); a stick figure's
+# was left out. On 1500 synthetic drawings an OpenCV mask that hollow was the worse of the
+# two masks 98% of the time (docs/BENCHMARKS.md, section variants-hollow); a stick figure's
 # bays, closed as well, stay under it (real photo 33: 0.17).
 HOLLOW_GAP, HOLLOW_SHARE = 0.03, 0.25
 
