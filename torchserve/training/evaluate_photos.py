@@ -305,15 +305,20 @@ def carry_section(old: str, new: str) -> str:
     return new.rstrip("\n") + "\n\n" + old[start:end] + "\n"
 
 
+def service_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a run against the service: its URL and key, the photos, the truth."""
+    parser.add_argument("--url", default="http://127.0.0.1:5000", help="the running service")
+    parser.add_argument("--api-key", help="sent as X-API-Key when the service wants one")
+    parser.add_argument("--photos", type=Path, default=SHARED / "real-photos")
+    parser.add_argument("--truth", type=Path, default=TRUTH_DIR)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m torchserve.training.evaluate_photos", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--url", default="http://127.0.0.1:5000", help="the running service")
-    parser.add_argument("--api-key", help="sent as X-API-Key when the service wants one")
-    parser.add_argument("--photos", type=Path, default=SHARED / "real-photos")
+    service_arguments(parser)
     parser.add_argument("--real-dev", type=Path, default=SHARED / "real-dev")
-    parser.add_argument("--truth", type=Path, default=TRUTH_DIR)
     parser.add_argument("--write", type=Path, help="replace this report's section of EVAL.md")
     args = parser.parse_args(argv)
 

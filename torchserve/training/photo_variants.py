@@ -28,14 +28,13 @@ from PIL import Image, ImageOps
 from animation.skeleton import COCO_KEYPOINTS
 from torchserve.training.evaluate_photos import (
     LOW_IOU,
-    SHARED,
-    TRUTH_DIR,
     PhotoScore,
     Truth,
     annotate,
     load_truth,
     score,
     score_photos,
+    service_arguments,
     summary,
 )
 
@@ -171,10 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m torchserve.training.photo_variants", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--url", default="http://127.0.0.1:5000", help="the running service")
-    parser.add_argument("--api-key", help="sent as X-API-Key when the service wants one")
-    parser.add_argument("--photos", type=Path, default=SHARED / "real-photos")
-    parser.add_argument("--truth", type=Path, default=TRUTH_DIR)
+    service_arguments(parser)
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
     args = parser.parse_args(argv)
     chosen = [v for v in args.variants.split(",") if v]
