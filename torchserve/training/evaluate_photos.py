@@ -313,6 +313,20 @@ def service_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--truth", type=Path, default=TRUTH_DIR)
 
 
+def checked_truths(args: argparse.Namespace) -> list[Truth] | None:
+    """The truths at `args.truth`, when they are sound and `args.photos` is a folder; else
+    None, with why on stderr (`service_arguments`' options)."""
+    truths = load_truth(args.truth)
+    bad = {t.name: p for t in truths if (p := problems(t))}
+    if bad:
+        print(f"the truth has problems: {bad}", file=sys.stderr)
+        return None
+    if not args.photos.is_dir():
+        print(f"no photos at {args.photos}: pass --photos", file=sys.stderr)
+        return None
+    return truths
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m torchserve.training.evaluate_photos", description=__doc__.split("\n")[0]
@@ -322,13 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, help="replace this report's section of EVAL.md")
     args = parser.parse_args(argv)
 
-    truths = load_truth(args.truth)
-    bad = {t.name: p for t in truths if (p := problems(t))}
-    if bad:
-        print(f"the truth has problems: {bad}", file=sys.stderr)
-        return 1
-    if not args.photos.is_dir():
-        print(f"no photos at {args.photos}: pass --photos", file=sys.stderr)
+    truths = checked_truths(args)
+    if truths is None:
         return 1
     photo_scores = score_photos(args.url, args.photos, truths, args.api_key)
     dev_scores, dev_as_served = score_real_dev(args.url, args.real_dev, args.api_key)

@@ -31,7 +31,7 @@ from torchserve.training.evaluate_photos import (
     PhotoScore,
     Truth,
     annotate,
-    load_truth,
+    checked_truths,
     score,
     score_photos,
     service_arguments,
@@ -178,10 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown variants {unknown}: choose from {list(VARIANTS)}", file=sys.stderr)
         return 2
-    if not args.photos.is_dir():
-        print(f"no photos at {args.photos}: pass --photos", file=sys.stderr)
+    truths = checked_truths(args)
+    if truths is None:
         return 1
-    truths = load_truth(args.truth)
     rows = {"as taken": score_photos(args.url, args.photos, truths, args.api_key)}
     for variant in chosen:
         rows[variant] = score_variant(args.url, args.photos, truths, variant, args.api_key)
