@@ -26,6 +26,7 @@ from animation.parts import (
     arms_on_the_head,
     attach_pieces,
     body_core,
+    body_pieces_on_the_head,
     cut,
     hinges,
     label_triangles,
@@ -267,6 +268,7 @@ def build_mesh(
     part = label_triangles(vertices, triangles, label, joints, neck, inside, colours, core)
     part = attach_pieces(vertices, triangles, part, joins, joints)
     part = arms_on_the_head(vertices, triangles, part)
+    part = body_pieces_on_the_head(triangles, part)
     joins = on_seams(vertices, triangles, part, joins, joints)
     pieces = cut(vertices, triangles, part, joins)
     return Mesh(

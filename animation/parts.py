@@ -9,7 +9,10 @@ line when a joint estimate misses the ink. So the figure moves like a paper pupp
    bones), so an arm that touches the head stays an arm. A step across a drawn edge (a
    change of colour: a sleeve against a skirt) counts longer, so the parts' borders keep
    to the drawing's own. The head starts at the mask's narrowest point between the
-   shoulders and the face (the drawn neck). Where the torso is a blob (a round body, a
+   shoulders and the face (the drawn neck); a head drawn as a mass wider than where it
+   meets the body is the head's round the face joint, however the arms' bones run beside
+   it, and a piece of the body drawn joined to the head alone goes with the head
+   (`body_pieces_on_the_head`). Where the torso is a blob (a round body, a
    cone, a tree), its thick mass (`body_core`) is the body's alone: a pose model often
    runs an arm's bones across it, and the arm then moves only what is drawn outside the
    body, turning where its bone leaves the body; legs give up the body's far thicker
@@ -103,6 +106,9 @@ FILL_DELTA_E, EDGE_DELTA_E = 8.0, 10.0
 # Search for the drawn neck between these shares of the way from the shoulders' middle
 # to the face; where the mask never narrows, the head starts at _NECK_DEFAULT.
 _NECK_SEARCH, _NECK_DEFAULT = (0.1, 0.8), 0.4
+# The head's seed where its mass is wider than the neck by HEAD_WIDER: every triangle past
+# the neck within HEAD_DISC of the face joint's inside distance.
+HEAD_DISC, HEAD_WIDER = 0.9, 1.2
 # A torso at least this share of the figure's longest side in half-width is drawn as a
 # blob (a round body, a cone, a tree), not a stick: its thick mass is the body's alone
 # (`body_core`).
@@ -399,6 +405,17 @@ def label_triangles(
         dist = _segment_distance(centres[hit], a, b)
         better = dist < seed_dist[hit]
         seed_part[hit[better]], seed_dist[hit[better]] = part, dist[better]
+    # A head drawn as a mass wider than where it meets the body is the head's round the
+    # face joint, however low the joint sits in it and however the arms' bones run beside
+    # it: with no neck drawn the neck lies a share of the way up the bone, inside the face,
+    # and the face's sides went to the body, a wedge opening across the head as it turned
+    # (real photo 31). A face drawn on a blob (a jar, a cone) is no wider there than at the
+    # neck: the body's mass is not carved into a head.
+    face_width, neck_width = sample(inside, np.array([face, neck]))
+    if face_width >= HEAD_WIDER * neck_width:
+        past_neck = (centres - neck) @ (face - neck) > 0
+        disc = np.linalg.norm(centres - face, axis=1) <= HEAD_DISC * face_width
+        seed_part[(seed_part < 0) & past_neck & disc] = PART_INDEX["head"]
     arms = [PART_INDEX[p] for p in PARTS if p.endswith("arm")]
     in_core = np.zeros(len(triangles), bool) if core is None else sample(core, centres)
     seed_part[in_core & np.isin(seed_part, arms)] = PART_INDEX["torso"]
@@ -626,6 +643,26 @@ def arms_on_the_head(vertices: np.ndarray, triangles: np.ndarray, part: np.ndarr
             vertices, triangles, pairs, whole, -1, torso
         ):
             part[arm] = head
+    return part
+
+
+def body_pieces_on_the_head(triangles: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """`part` with each piece of the torso but its biggest that is drawn joined to the head
+    alone given to the head: a stick arm kept as the body's that hangs from the face's side
+    would be left behind, torn off, as the head turns. A piece is a run of triangles joined
+    through edges."""
+    part = part.copy()
+    torso, head = PART_INDEX["torso"], PART_INDEX["head"]
+    pairs = edge_pairs(triangles)
+    same = pairs[(part[pairs[:, 0]] == torso) & (part[pairs[:, 1]] == torso)]
+    piece = np.where(part == torso, components(len(triangles), same), -1)
+    labels, sizes = np.unique(piece[piece >= 0], return_counts=True)
+    for label in labels[np.argsort(sizes)[:-1]]:  # every piece but the biggest
+        members = piece == label
+        border = pairs[members[pairs[:, 0]] ^ members[pairs[:, 1]]]
+        others = part[np.where(members[border[:, 0]], border[:, 1], border[:, 0])]
+        if others.size and (others == head).all():
+            part[members] = head
     return part
 
 

@@ -235,6 +235,21 @@ def test_a_star_on_a_trees_top_moves_with_its_head_not_as_an_arm(served_rig):
     assert drawn_above.sum() > 20 and not (drawn_above & _arms(r)).any()
 
 
+def test_a_face_drawn_on_the_dress_turns_whole_and_opens_no_wedge(served_rig):
+    # Real photo 31: a round face drawn straight on the dress, the face joint low in it;
+    # the arms' bones run up its sides. The face's upper sides went with the body, and as
+    # the head turned (zombie) a wedge of paper opened across the top of the head.
+    r = served_rig("31")
+    face = r.character.skeleton.rest[JOINT_INDEX["neck"]]
+    inside = cv2.distanceTransform(r.character.mask.astype(np.uint8), cv2.DIST_L2, 5)
+    width = float(inside[int(round(face[1])), int(round(face[0]))])
+    centres = r.mesh.vertices[r.mesh.triangles].mean(axis=1)
+    head = np.linalg.norm(centres - face, axis=1) < 0.9 * width
+    head &= (centres[:, 1] <= face[1] + 0.25 * width) & (r.mesh.layer > 0)
+    assert head.sum() > 20 and (r.mesh.part[head] == PART_INDEX["head"]).all()
+    assert not measure(r, motion_clip(r, "zombie")).torn.any()
+
+
 def test_a_sleeve_drawn_against_a_jacket_never_tears_off_it(served_rig):
     # Real photo 18: the sleeves lie against the jacket, whose shoulders are body mass. With
     # the forearm swinging about its elbow while its whole length lay against the body, it
