@@ -16,6 +16,7 @@ from animation.mask_warnings import joint_warnings, mask_warnings
 from animation.mesh import build_mesh
 from animation.motions import load_motion
 from animation.parts import (
+    HEAD_WIDER,
     LAYERS,
     PART_INDEX,
     PARTS,
@@ -424,8 +425,6 @@ def test_a_face_drawn_straight_on_the_dress_turns_whole_with_the_head(monkeypatc
     # face, took its sides, and those went to the body (the body's mass is no arm's). As
     # the head turned (zombie) a wedge of paper opened across the top of the head. Here 41
     # of the face's 81 triangles stayed with the body.
-    from animation import parts
-
     mask, joints = _head_on_a_dress()
     r = _silhouette_rig(mask, joints, grey=90)
     centres = r.mesh.vertices[r.mesh.triangles].mean(axis=1)
@@ -438,8 +437,8 @@ def test_a_face_drawn_straight_on_the_dress_turns_whole_with_the_head(monkeypatc
     jar = mask.copy()
     cv2.rectangle(jar.view(np.uint8), (70, 25), (170, 235), 1, -1)
     heads = []
-    for wider in (parts.HEAD_WIDER, np.inf):
-        monkeypatch.setattr(parts, "HEAD_WIDER", wider)
+    for wider in (HEAD_WIDER, np.inf):
+        monkeypatch.setattr("animation.parts.HEAD_WIDER", wider)
         b = _silhouette_rig(jar, joints, grey=90)
         heads.append(int((b.mesh.part == PART_INDEX["head"]).sum()))
     assert heads[0] == heads[1]
