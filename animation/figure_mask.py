@@ -721,7 +721,9 @@ def _held_in_hands(
     apart at necks `radius` px wide): those the figure holds. `mask` joins each to the
     `held` cores only at a hand (within HAND_REACH of its bone's length of the wrist, as
     far again as the neck's width where the core lies against it: a ball in the fist), or
-    only through one (a balloon's string, a sword's hilt); an `inked` stroke runs on from
+    only through one (a balloon's string, a sword's hilt), or only by thin strokes that
+    meet the figure near a hand, as far again as two necks' widths (a string leaving a
+    drawn mitten past the wrist: `_strung_from_a_hand`); an `inked` stroke runs on from
     it into the figure (a closing's bridge to a ball beside the hand is no hold); and it is
     no bigger than HELD_SHARE of the mask (a neighbour holding the figure's hand is as
     big)."""
@@ -732,6 +734,8 @@ def _held_in_hands(
     _, pieces = cv2.connectedComponents((mask & ~hands).astype(np.uint8), connectivity=8)
     _, strokes = cv2.connectedComponents((mask & inked).astype(np.uint8), connectivity=8)
     figure_pieces = np.unique(pieces[held[cores] & (cores > 0)])
+    _, thin = cv2.connectedComponents((mask & (cores == 0)).astype(np.uint8), connectivity=8)
+    held_cores, grip = held[cores] & (cores > 0), _at_hands(mask.shape, figure, 2 * radius)
     piece_area, stroke_area = np.bincount(pieces.ravel()), np.bincount(strokes.ravel())
     limit = HELD_SHARE * np.count_nonzero(mask)
     pad = int(np.ceil(radius)) + 3
@@ -753,9 +757,30 @@ def _held_in_hands(
         through = under.size > 0 and not np.isin(under, figure_pieces).any()
         contact = morph.dilate(region, 1.5) & inside & ~region
         at = contact.any() and bool(near[window][contact].all())
-        size = np.count_nonzero(region) if at else piece_area[under].sum()
-        found[label] = (through or at) and size <= limit
+        if through or at:
+            found[label] = (np.count_nonzero(region) if at else piece_area[under].sum()) <= limit
+        else:  # a string leaving a drawn hand past the wrist's reach
+            found[label] = np.count_nonzero(region) <= limit and _strung_from_a_hand(
+                cores == label, thin, held_cores, grip
+            )
     return found
+
+
+def _strung_from_a_hand(
+    core: np.ndarray, thin: np.ndarray, held_cores: np.ndarray, near: np.ndarray
+) -> bool:
+    """Whether the (H, W) bool `core` hangs off the figure by thin strokes alone (`thin`,
+    the label image of the mask's parts outside every core) that meet the figure's cores
+    (`held_cores`) only `near` a hand: a balloon on its string from a drawn hand. Not a
+    core on the crop's rim: what runs on past the crop is no thing held whole (a hose
+    leading off to a fire)."""
+    if core[0].any() or core[-1].any() or core[:, 0].any() or core[:, -1].any():
+        return False
+    strings = np.setdiff1d(thin[morph.dilate(core, 1.5)], [0])
+    if not strings.size:
+        return False
+    contact = morph.dilate(np.isin(thin, strings), 1.5) & held_cores
+    return bool(contact.any()) and bool(near[contact].all())
 
 
 def _at_hands(shape: tuple[int, int], figure: FigureJoints, beyond: float = 0.0) -> np.ndarray:

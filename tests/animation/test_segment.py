@@ -153,3 +153,26 @@ def test_a_balloon_on_its_string_stays_with_the_hand_that_holds_it():
     away = balloon & ~morph.dilate(page.figure, 4)
     assert mask[away].mean() > 0.9  # before: 0.11, the string
     assert mask[page.figure].mean() > 0.97
+
+
+def test_a_balloon_on_a_string_from_a_drawn_mitten_past_the_wrist_stays():
+    # Real photo 38's hand: the wrist's joint at the sleeve's end, the string leaving the
+    # round hand drawn past it, farther from the wrist than a hand's reach, and the hand
+    # thick enough to be one shape with the arm. Before, the string and the balloon were
+    # one piece with the arm beyond the hand's reach, and the balloon was cut off.
+    page = pages.block_figure(6, gap=0)
+    hand, elbow = page.skeleton["right_hand"], page.skeleton["right_elbow"]
+    along = (hand - elbow) / np.linalg.norm(hand - elbow)
+    cover = np.zeros(page.figure.shape, np.float32)
+    cv2.circle(cover, tuple(np.round(hand + 14 * along).astype(int)), 14, 1.0, -1, cv2.LINE_AA)
+    mitten = cover > 0.5
+    cv2.line(cover, tuple(np.round(hand + 28 * along).astype(int)), (40, 100), 1.0, 3,
+             cv2.LINE_AA)  # fmt: skip
+    cv2.circle(cover, (42, 72), 28, 1.0, -1, cv2.LINE_AA)
+    balloon = (cover > 0.5) & ~morph.dilate(page.figure | mitten, 4)
+    ink = pages.photograph(cover, (40, 60, 200), (255, 255, 255), 7, grain=0)
+    rgb = (page.rgb.astype(np.float32) * ink / 255).astype(np.uint8)
+    mask = segment_figure(rgb, page.skeleton)
+    assert mask[balloon].mean() > 0.9  # before: 0.12
+    assert mask[mitten].mean() > 0.97
+    assert mask[page.figure].mean() > 0.97
