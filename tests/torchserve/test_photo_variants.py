@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import io
 from dataclasses import replace
+from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 from PIL import Image
 
-from torchserve.training.evaluate_photos import load_truth, problems
-from torchserve.training.photo_variants import VARIANTS, main, mirrored
+from torchserve.training.evaluate_photos import Answer, load_truth, problems
+from torchserve.training.photo_variants import VARIANTS, main, mirrored, moved_box, score_shifted
 
 TRUTHS = {t.name: t for t in load_truth()}
 # A small photo, a tall one and a page with several figures.
@@ -59,3 +60,18 @@ def test_mirrored_twice_is_the_photo_again_and_the_left_wrist_becomes_the_right(
 def test_an_unknown_variant_is_refused_before_anything_is_posted(capsys):
     assert main(["--url", "http://127.0.0.1:9", "--variants", "dim,foggy"]) == 2
     assert "foggy" in capsys.readouterr().err
+
+
+def test_a_box_moves_by_its_own_size_and_stays_inside_the_image():
+    assert moved_box((100, 50, 300, 450), (0.02, 0), (640, 480)) == (104, 50, 304, 450)
+    assert moved_box((100, 50, 300, 450), (0, -0.02), (640, 480)) == (100, 42, 300, 442)
+    # Against the image's edges the box is cut there, never outside it.
+    assert moved_box((0, 0, 640, 480), (-0.02, 0.02), (640, 480)) == (0, 9.6, 627.2, 480)
+
+
+def test_a_photo_refused_as_taken_is_not_posted_again_with_a_moved_box():
+    truth = TRUTHS["31"]
+    refused = Answer(422, "no_character_detected")
+    # Nothing listens on port 9: a post would raise.
+    got = score_shifted("http://127.0.0.1:9", Path("."), [truth], [refused], (0.02, 0))
+    assert [(s.status, s.code) for s in got] == [(422, "no_character_detected")]

@@ -95,21 +95,32 @@ def problems(truth: Truth) -> list[str]:
 @dataclass
 class Answer:
     """What the service answered for one image: its status, its error code, and for a 200
-    the mask (H, W) bool at the image's size and the joints (17, 2)."""
+    the mask (H, W) bool at the image's size, the joints (17, 2) and the figure's box
+    (left, top, right, bottom)."""
 
     status: int
     code: str = ""
     mask: np.ndarray | None = None
     keypoints: np.ndarray | None = None
+    bbox: tuple[float, float, float, float] | None = None
 
 
-def annotate(url: str, path: Path, api_key: str | None = None, timeout_s: float = 120) -> Answer:
-    """POST the image at `path` to the service's /annotate, whole."""
+def annotate(
+    url: str,
+    path: Path,
+    api_key: str | None = None,
+    timeout_s: float = 120,
+    bbox: tuple[float, float, float, float] | None = None,
+) -> Answer:
+    """POST the image at `path` to the service's /annotate, whole; with `bbox`, the figure's
+    box given (the detector skipped)."""
     headers = {"X-API-Key": api_key} if api_key else {}
+    fields = {} if bbox is None else {"bbox": json.dumps([float(v) for v in bbox])}
     with path.open("rb") as f:
         reply = requests.post(
-            f"{url}/annotate", files={"image": (path.name, f)}, headers=headers, timeout=timeout_s
-        )
+            f"{url}/annotate", files={"image": (path.name, f)}, data=fields, headers=headers,
+            timeout=timeout_s,
+        )  # fmt: skip
     if reply.status_code != 200:
         try:
             code = reply.json()["error"]["code"]
@@ -121,7 +132,12 @@ def annotate(url: str, path: Path, api_key: str | None = None, timeout_s: float 
     left, top, right, bottom = answer["mask"]["box"]
     mask = np.zeros(size, bool)
     mask[top:bottom, left:right] = decode_mask(base64.b64decode(answer["mask"]["png"]))
-    return Answer(200, mask=mask, keypoints=np.asarray(answer["keypoints"], float)[:, :2])
+    return Answer(
+        200,
+        mask=mask,
+        keypoints=np.asarray(answer["keypoints"], float)[:, :2],
+        bbox=tuple(float(v) for v in answer["bbox"]),
+    )
 
 
 @dataclass
