@@ -268,9 +268,9 @@ class FinishedMask:
     # (`_cut_lines_off_the_crop`): a line across the page, or a drawing that goes on past
     # the crop, which the second crop looks at (`crop.whole_drawing`); None when none.
     lines: np.ndarray | None = None
-    # (H, W) bool: the blobs hanging off the figure through a narrow neck that were cut as
-    # not the figure's (`_cut_glued_blobs`), which a second opinion may give back
-    # (`segment.choose`); None when none were cut.
+    # (H, W) bool: the blobs hanging off OpenCV's mask through a narrow neck that were cut
+    # as not the figure's (`_cut_glued_blobs`), which the segmenter's mask may give back
+    # (`segment.choose`); None when none were cut, and for the segmenter's own mask.
     cut: np.ndarray | None = None
 
     @property
@@ -329,7 +329,7 @@ def finish_mask(
         broad = morph.opening(out, radius)
         glued = out
         out, feet = _cut_glued_blobs(out, figure, inked, broad, radius)
-        cut = glued & ~out
+        cut = None if learned else glued & ~out  # only OpenCV's is given back (`choose`)
         out, lines = _cut_lines_off_the_crop(out, figure, broad & out, radius, open_edges)
         thickness = max(3, int(round(ink.stroke_width)))
         out = _join_pieces(out, figure, thickness, ink.stroke_width)

@@ -33,7 +33,7 @@ import cv2
 import numpy as np
 from PIL import Image, ImageOps
 
-from animation.skeleton import COCO_KEYPOINTS
+from torchserve.model.pose import FLIP_INDEX
 from torchserve.training.evaluate_photos import (
     LOW_IOU,
     Answer,
@@ -55,12 +55,6 @@ SMALL = 0.6  # of each side: the drawing photographed from further away
 TURN_DEGREES = 4.0  # held a little askew
 # The detector's box moved (`--shift`): by a share of its width and height.
 SHIFTS = {"box right": (1, 0), "box left": (-1, 0), "box down": (0, 1), "box up": (0, -1)}
-# Each COCO joint's mirror image: the left wrist's is the right wrist.
-_SIDES = {"left": "right", "right": "left"}
-MIRROR = [
-    COCO_KEYPOINTS.index("_".join([_SIDES.get(w, w) for w in name.split("_")]))
-    for name in COCO_KEYPOINTS
-]
 
 
 def _png(rgb: np.ndarray) -> bytes:
@@ -116,7 +110,10 @@ def mirrored(rgb: np.ndarray, labels: np.ndarray, joints: dict[int, np.ndarray])
     """Mirrored left to right: each joint's mirror image names it (the left wrist is the
     right one now)."""
     width = labels.shape[1]
-    moved = {k: np.column_stack([width - 1 - p[:, 0], p[:, 1]])[MIRROR] for k, p in joints.items()}
+    moved = {
+        k: np.column_stack([width - 1 - p[:, 0], p[:, 1]])[list(FLIP_INDEX)]
+        for k, p in joints.items()
+    }
     return _png(np.ascontiguousarray(rgb[:, ::-1])), ".png", labels[:, ::-1].copy(), moved
 
 
