@@ -13,7 +13,14 @@ import torch
 from tests.support.masks import gateway_crop, mask_of
 from tests.torchserve.test_handlers import encode, loaded, run_batch
 from torchserve.handlers.segmenter_handler import SegmenterHandler
-from torchserve.model import decode_mask, load_detector, load_pose, load_segmenter
+from torchserve.model import (
+    decode_mask,
+    decode_views,
+    load_detector,
+    load_pose,
+    load_segmenter,
+    segmenter_views,
+)
 from torchserve.model.segmenter import MASK_MARGIN_PX, logits_to_crop, upsample_logits
 from torchserve.model.transforms import Letterbox, fit_letterbox
 from torchserve.training.metrics import mask_iou
@@ -24,16 +31,22 @@ SEEDS = range(1_000_010, 1_000_016)  # the evaluation's held-out seeds, not trai
 
 
 # --- geometry -------------------------------------------------------------------------
+def _region(box: Letterbox, width: int, height: int, left: float, right: float) -> np.ndarray:
+    """Logits (128, 128) positive exactly over the letterboxed (height, width) image's
+    middle third of rows and columns `left` to `right` (shares of its width)."""
+    corners = box.to_input(np.array([[left * width, height / 3], [right * width, 2 * height / 3]]))
+    centres = np.arange(128) * 2 + 0.5  # logit cell i covers input pixels 2i, 2i + 1
+    inside_x = (centres >= corners[0, 0]) & (centres <= corners[1, 0])
+    inside_y = (centres >= corners[0, 1]) & (centres <= corners[1, 1])
+    return np.where(inside_y[:, None] & inside_x[None, :], 8.0, -8.0).astype(np.float32)
+
+
 def test_logits_land_on_the_crop_pixels_they_were_computed_for():
     # Logits positive exactly over the letterboxed crop's middle third (in input pixels):
     # at the crop's pixels that must be its middle third, whatever its shape.
     for width, height in [(300, 200), (90, 410), (256, 256), (1000, 37)]:
         box = fit_letterbox(width, height, 256)
-        corners = box.to_input(np.array([[width / 3, height / 3], [2 * width / 3, 2 * height / 3]]))
-        centres = np.arange(128) * 2 + 0.5  # logit cell i covers input pixels 2i, 2i + 1
-        inside_x = (centres >= corners[0, 0]) & (centres <= corners[1, 0])
-        inside_y = (centres >= corners[0, 1]) & (centres <= corners[1, 1])
-        logits = np.where(inside_y[:, None] & inside_x[None, :], 8.0, -8.0).astype(np.float32)
+        logits = _region(box, width, height, 1 / 3, 2 / 3)
         mask, score = decode_mask(torch.from_numpy(logits)[None], box, (height, width))
         ys, xs = np.nonzero(mask)
         # A logit cell in crop pixels, rounding, and AnimatedDrawings' margin.
@@ -42,6 +55,35 @@ def test_logits_land_on_the_crop_pixels_they_were_computed_for():
         assert abs(ys.min() - height / 3) <= tolerance
         assert abs(ys.max() - 2 * height / 3) <= tolerance
         assert score > 0.9  # bar the edge, every pixel is sure
+
+
+def test_each_view_lands_on_the_crop_pixels_it_was_computed_for():
+    # Logits over the crop's left third in each view (the mirrored view's right third, as
+    # it sees the crop): both must come back as the crop's left third.
+    for width, height in [(300, 200), (90, 410), (1000, 37)]:
+        crop = np.full((height, width, 3), 230, np.uint8)
+        x, views = segmenter_views(crop, 256)
+        assert x.shape == (2, 5, 256, 256) and [v.mirrored for v in views] == [False, True]
+        logits = np.stack(
+            [_region(v.letterbox, width, height, *((2 / 3, 1) if v.mirrored else (0, 1 / 3)))
+             for v in views]
+        )  # fmt: skip
+        mask, score = decode_views(torch.from_numpy(logits)[:, None], views, (height, width))
+        ys, xs = np.nonzero(mask)
+        tolerance = 2.5 / views[0].letterbox.scale + 1 + MASK_MARGIN_PX
+        assert xs.min() == 0 and abs(xs.max() - width / 3) <= tolerance
+        assert abs(ys.min() - height / 3) <= tolerance
+        assert abs(ys.max() - 2 * height / 3) <= tolerance
+        assert score > 0.9
+
+
+def test_the_views_decide_by_their_mean_logit():
+    crop = np.full((120, 80, 3), 230, np.uint8)
+    _, views = segmenter_views(crop, 256)
+    for sure, unsure, figure in [(6.0, -2.0, True), (2.0, -6.0, False)]:
+        logits = torch.tensor([sure, unsure]).reshape(2, 1, 1, 1).expand(2, 1, 128, 128)
+        mask, _ = decode_views(logits, views, (120, 80))
+        assert mask.all() if figure else not mask.any()
 
 
 def test_served_masks_have_the_margin_the_labels_have():

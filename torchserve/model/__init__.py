@@ -13,9 +13,10 @@ Serving one photo (what the TorchServe handlers do, and what evaluation does):
     # -> [[x, y, score] x 17] in the crop's pixels, COCO order (KEYPOINT_NAMES)
 
     segmenter = load_segmenter("torchserve/weights/segmenter.pt", "cpu")
-    x, box = segmenter_input(crop, segmenter.size)    # the same crop
-    mask, score = decode_mask(segmenter(x)[0], box, crop.shape[:2])
+    x, views = segmenter_views(crop, segmenter.size)  # the same crop, framed twice
+    mask, score = decode_views(segmenter(x), views, crop.shape[:2])
     # -> (h, w) bool: the figure's filled silhouette at the crop's pixels, mean confidence
+    # (training scores one framing: segmenter_input, decode_mask)
 
 Inputs of several images stack along the first axis (all are size x size). The modules use
 relative imports among themselves only, so the folder also works copied into a .mar.
@@ -23,7 +24,15 @@ relative imports among themselves only, so the folder also works copied into a .
 
 from .detector import DetectorNet, decode_detections, detector_input, load_detector
 from .pose import KEYPOINT_NAMES, PoseNet, decode_keypoints, load_pose, pose_input
-from .segmenter import SegmenterNet, decode_mask, load_segmenter, segmenter_input
+from .segmenter import (
+    SegmenterNet,
+    View,
+    decode_mask,
+    decode_views,
+    load_segmenter,
+    segmenter_input,
+    segmenter_views,
+)
 from .transforms import Letterbox, letterbox
 
 __all__ = [
@@ -32,9 +41,11 @@ __all__ = [
     "Letterbox",
     "PoseNet",
     "SegmenterNet",
+    "View",
     "decode_detections",
     "decode_keypoints",
     "decode_mask",
+    "decode_views",
     "detector_input",
     "letterbox",
     "load_detector",
@@ -42,4 +53,5 @@ __all__ = [
     "load_segmenter",
     "pose_input",
     "segmenter_input",
+    "segmenter_views",
 ]

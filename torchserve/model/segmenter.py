@@ -14,12 +14,21 @@ one input pixel wide still shows in the logits. The logits are then resampled bi
 straight to the crop's own pixels (never a thresholded low-resolution mask scaled up) and
 thresholded there, so edges and thin limbs keep the crop's resolution.
 
+Served, the network sees each crop twice (``segmenter_views``): as it is and mirrored; the
+two logits, each resampled to the crop's pixels (the mirrored one mirrored back), are
+averaged before the threshold (``decode_views``). Its mistakes on one view change with
+where the crop's edges fall (a box a few pixels off fills the bay between two limbs, or
+leaves a tail's outline open) and are not the same on the mirror image: averaged, they
+partly cancel (docs/BENCHMARKS.md, section `mirrored`).
+
 The network learns the drawing's own silhouette, which does not depend on the crop's
 resolution. The served mask is drawn as AnimatedDrawings' masks are: that silhouette grown
 by ``MASK_MARGIN_PX`` of the crop's pixels, and the holes it then has filled.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -133,11 +142,58 @@ def decode_mask(
     filled; the score is the mean probability of the network's cells that call the crop's
     pixels figure (0 when none does), how sure it is of what it calls figure."""
     cells = logits.detach().float().cpu().numpy()[0]
-    silhouette = logits_to_crop(cells, box, shape) > np.log(THRESHOLD / (1 - THRESHOLD))
+    mask = _served_mask(logits_to_crop(cells, box, shape))
+    return mask, _score(cells, box, shape) if mask.any() else 0.0
+
+
+@dataclass(frozen=True)
+class View:
+    """One view of a crop that the segmenter sees: its letterbox, and whether the crop was
+    mirrored (left to right) before it."""
+
+    letterbox: Letterbox
+    mirrored: bool
+
+
+def segmenter_views(crop: np.ndarray, size: int) -> tuple[torch.Tensor, tuple[View, ...]]:
+    """RGB uint8 (H, W, 3) crop of one figure -> the inputs (2, 5, size, size) of its two
+    views, the crop as it is and mirrored, and the views."""
+    inputs, views = [], []
+    for mirrored in (False, True):
+        x, box = segmenter_input(np.ascontiguousarray(crop[:, ::-1]) if mirrored else crop, size)
+        inputs.append(x)
+        views.append(View(box, mirrored))
+    return torch.cat(inputs), tuple(views)
+
+
+def decode_views(
+    logits: torch.Tensor, views: tuple[View, ...], shape: tuple[int, int]
+) -> tuple[np.ndarray, float]:
+    """One crop's segmenter outputs (V, 1, h, w) for its `views` -> (mask (H, W) bool,
+    score) as ``decode_mask`` makes them, from the views' logits averaged at the crop's
+    pixels; the score is the first view's (the crop as it is)."""
+    cells = logits.detach().float().cpu().numpy()[:, 0]
+    at_crop = []
+    for c, view in zip(cells, views, strict=True):
+        seen = logits_to_crop(c, view.letterbox, shape)
+        at_crop.append(seen[:, ::-1] if view.mirrored else seen)
+    mask = _served_mask(np.mean(at_crop, axis=0))
+    return mask, _score(cells[0], views[0].letterbox, shape) if mask.any() else 0.0
+
+
+def _served_mask(logits: np.ndarray) -> np.ndarray:
+    """Logits (H, W) at the crop's pixels -> the served mask: the silhouette above
+    THRESHOLD, grown by MASK_MARGIN_PX, its holes filled."""
+    silhouette = logits > np.log(THRESHOLD / (1 - THRESHOLD))
     disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * MASK_MARGIN_PX + 1,) * 2)
-    mask = enclosed(cv2.dilate(silhouette.astype(np.uint8), disc) > 0)
-    # The score from the cells over the crop (not the letterbox's padding): a few thousand
-    # numbers, where the crop's own pixels may be a million.
+    return enclosed(cv2.dilate(silhouette.astype(np.uint8), disc) > 0)
+
+
+def _score(cells: np.ndarray, box: Letterbox, shape: tuple[int, int]) -> float:
+    """The mean probability of the logit cells (h, w) over the crop (not the letterbox's
+    padding) that call it figure; 0 when none does."""
+    # From the cells, not the crop's pixels: a few thousand numbers, where the crop's own
+    # pixels may be a million.
     stride = box.size / cells.shape[-1]
     height, width = shape
     x0, y0 = int(box.pad_x // stride), int(box.pad_y // stride)
@@ -145,9 +201,9 @@ def decode_mask(
     y1 = int(np.ceil((box.pad_y + height * box.scale) / stride))
     inside = cells[y0:y1, x0:x1]
     figure = inside[inside > 0]
-    if not mask.any() or figure.size == 0:
-        return mask, 0.0
-    return mask, round(float((1.0 / (1.0 + np.exp(-figure))).mean()), 4)
+    if figure.size == 0:
+        return 0.0
+    return round(float((1.0 / (1.0 + np.exp(-figure))).mean()), 4)
 
 
 def load_segmenter(path: str, device: str | torch.device = "cpu") -> SegmenterNet:

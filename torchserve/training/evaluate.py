@@ -52,13 +52,13 @@ from torchserve.model import (
     KEYPOINT_NAMES,
     decode_detections,
     decode_keypoints,
-    decode_mask,
+    decode_views,
     detector_input,
     load_detector,
     load_pose,
     load_segmenter,
     pose_input,
-    segmenter_input,
+    segmenter_views,
 )
 from torchserve.training.evaluate_photos import carry_section
 from torchserve.training.metrics import box_iou, mask_iou, pck_hits, share_inside, summarise_boxes
@@ -151,9 +151,9 @@ def segment(piece: np.ndarray, pads: tuple[int, int, int, int] = (0, 0, 0, 0)) -
     the crop with ``pads`` (left, top, right, bottom px) of paper round it (the gateway's)."""
     segmenter = _models["segmenter"]
     seen = _seen(piece, pads)
-    x, box = segmenter_input(seen, segmenter.size)
+    x, views = segmenter_views(seen, segmenter.size)
     with torch.inference_mode():
-        mask, _ = decode_mask(segmenter(x)[0], box, seen.shape[:2])
+        mask, _ = decode_views(segmenter(x), views, seen.shape[:2])
     return without_paper(mask, pads)
 
 
