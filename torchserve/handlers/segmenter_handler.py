@@ -1,7 +1,7 @@
 """TorchServe handler for `drawn_humanoid_segmenter`: cropped figure -> the figure's mask.
 
 Answers ``{"mask": "<base64 PNG, 0/255, the crop's size>", "score": s}``: the figure's filled
-silhouette at the crop's own pixels, from the crop seen in two framings (see
+silhouette at the crop's own pixels, from the crop seen as it is and mirrored (see
 `torchserve.model.segmenter`), and the network's mean confidence over it. AnimatedDrawings
 has no such model; the gateway falls back to its OpenCV segmentation when TorchServe does
 not serve this one.

@@ -13,10 +13,10 @@ Serving one photo (what the TorchServe handlers do, and what evaluation does):
     # -> [[x, y, score] x 17] in the crop's pixels, COCO order (KEYPOINT_NAMES)
 
     segmenter = load_segmenter("torchserve/weights/segmenter.pt", "cpu")
-    x, views = segmenter_views(crop, segmenter.size)  # the same crop, framed twice
+    x, views = segmenter_views(crop, segmenter.size)  # the same crop, and its mirror image
     mask, score = decode_views(segmenter(x), views, crop.shape[:2])
     # -> (h, w) bool: the figure's filled silhouette at the crop's pixels, mean confidence
-    # (training scores one framing: segmenter_input, decode_mask)
+    # (training scores one view: segmenter_input, decode_mask)
 
 Inputs of several images stack along the first axis (all are size x size). The modules use
 relative imports among themselves only, so the folder also works copied into a .mar.

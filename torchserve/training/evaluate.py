@@ -598,7 +598,7 @@ def rephoto_report(scores: list[RephotoScore]) -> str:
 
 def segmenter_call_ms() -> float:
     """Median milliseconds of the handler's whole path for one 500x400 crop on one thread:
-    letterbox, forward pass, logits to the crop's pixels, threshold."""
+    both views' letterboxes, forward pass, logits to the crop's pixels, threshold."""
     piece = np.full((500, 400, 3), 235, np.uint8)
     cv2.circle(piece, (200, 250), 120, (40, 40, 40), 4)
     return median_ms(lambda: segment(piece))
@@ -637,7 +637,7 @@ def main(argv: list[str] | None = None) -> None:
         f"at {_models['detector'].size}px, pose {latency_ms(_models['pose']):.1f} ms at "
         f"{_models['pose'].size}px, segmenter {latency_ms(_models['segmenter']):.1f} ms at "
         f"{_models['segmenter'].size}px (limit 40 ms); the segmenter's whole call for a "
-        f"500x400 crop (letterbox, network, mask at the crop's pixels) "
+        f"500x400 crop (both views: letterbox, network, mask at the crop's pixels) "
         f"{segmenter_call_ms():.1f} ms."
     )
     print()
