@@ -11,10 +11,13 @@ from torchserve.training.evaluate_photos import (
     SECTION_END,
     SECTION_START,
     Answer,
+    PhotoScore,
     Truth,
     carry_section,
     load_truth,
+    load_why_low,
     problems,
+    report,
     score,
     summary,
     write_section,
@@ -70,6 +73,27 @@ def test_an_answer_is_scored_against_the_figure_it_overlaps_most():
         "animated": 1, "refused": 1, "mean_iou": got.iou, "min_iou": got.iou, "below": 1,
         "joints_inside": 1.0,
     }  # fmt: skip
+
+
+def test_the_report_says_why_each_low_photo_is_low_or_that_it_is_not_explained():
+    scores = [
+        PhotoScore("01", 200, figure=1, iou=0.95, joints_inside=1.0, pck=1.0),
+        PhotoScore("02", 200, figure=1, iou=0.40, joints_inside=1.0, pck=0.5),
+        PhotoScore("03", 200, figure=1, iou=0.80, joints_inside=1.0, pck=0.5),
+        PhotoScore("04", 422, "pose_not_found"),
+    ]
+    text = report(scores, [], why_low={"02": "Two figures boxed as one.", "01": "Old news."})
+    lows = text[text.index("and why") :].splitlines()
+    assert "- 02 (0.400): Two figures boxed as one." in lows
+    assert "- 03 (0.800): not explained yet." in lows
+    assert not any(line.startswith(("- 01", "- 04")) for line in lows)
+
+
+def test_every_explanation_names_a_photo_with_a_truth():
+    names = {t.name for t in TRUTHS}
+    why = load_why_low()
+    assert why and set(why) <= names, set(why) - names
+    assert all(len(text) > 20 for text in why.values())
 
 
 def test_an_answer_of_another_size_is_an_error_not_a_score():

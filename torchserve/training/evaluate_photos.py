@@ -36,6 +36,7 @@ from animation.skeleton import COCO_KEYPOINTS
 from torchserve.training.metrics import PCK_THRESHOLD, mask_iou, share_inside
 
 TRUTH_DIR = Path(__file__).resolve().parent / "real_photos"
+WHY_LOW = TRUTH_DIR / "why_low.yaml"  # photo -> why its mask is below LOW_IOU, as looked at
 SHARED = Path(__file__).resolve().parents[3] / "shared"
 TARGETS = (
     "real-photos: mean IoU >= 0.92 over the drawings the service animates, at most three "
@@ -265,10 +266,33 @@ def table(scores: list[PhotoScore], pose: bool = True) -> str:
     return "\n".join(lines)
 
 
+def load_why_low(path: Path = WHY_LOW) -> dict[str, str]:
+    """Photo name -> why its served mask was below LOW_IOU when last looked at; empty
+    without the file."""
+    if not path.is_file():
+        return {}
+    return {str(name): str(why) for name, why in (yaml.safe_load(path.read_text()) or {}).items()}
+
+
+def _why_low(scores: list[PhotoScore], why: dict[str, str]) -> list[str]:
+    """Each animated photo below LOW_IOU with why (`why_low.yaml`), or that it is not
+    explained yet."""
+    low = [s for s in scores if s.animated and s.iou < LOW_IOU]
+    if not low:
+        return []
+    return [
+        "",
+        f"Below {LOW_IOU}, and why (`torchserve/training/real_photos/{WHY_LOW.name}`):",
+        "",
+        *(f"- {s.name} ({s.iou:.3f}): {why.get(s.name, 'not explained yet.')}" for s in low),
+    ]
+
+
 def report(
     photo_scores: list[PhotoScore],
     dev_scores: list[PhotoScore],
     dev_as_served: list[PhotoScore] | None = None,
+    why_low: dict[str, str] | None = None,
 ) -> str:
     return "\n".join(
         [
@@ -276,6 +300,7 @@ def report(
             "the hand-made truth in `torchserve/training/real_photos/`:",
             "",
             table(photo_scores),
+            *_why_low(photo_scores, why_low or {}),
             "",
             "Real-dev (`../shared/real-dev`, each crop posted to `/annotate` as it is), against "
             f"AnimatedDrawings' masks, which lie {AD_MARGIN_PX} px outside the ink: the served "
@@ -357,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     photo_scores = score_photos(args.url, args.photos, truths, args.api_key)
     dev_scores, dev_as_served = score_real_dev(args.url, args.real_dev, args.api_key)
-    text = report(photo_scores, dev_scores, dev_as_served)
+    text = report(photo_scores, dev_scores, dev_as_served, load_why_low())
     print(text)
     if args.write:
         command = "python -m torchserve.training.evaluate_photos --url URL --write " + str(
