@@ -733,9 +733,10 @@ def _held_in_hands(
     hands, near = _at_hands(mask.shape, figure), _at_hands(mask.shape, figure, radius)
     _, pieces = cv2.connectedComponents((mask & ~hands).astype(np.uint8), connectivity=8)
     _, strokes = cv2.connectedComponents((mask & inked).astype(np.uint8), connectivity=8)
-    figure_pieces = np.unique(pieces[held[cores] & (cores > 0)])
+    held_cores = held[cores] & (cores > 0)
+    figure_pieces = np.unique(pieces[held_cores])
     _, thin = cv2.connectedComponents((mask & (cores == 0)).astype(np.uint8), connectivity=8)
-    held_cores, grip = held[cores] & (cores > 0), _at_hands(mask.shape, figure, 2 * radius)
+    grip = _at_hands(mask.shape, figure, 2 * radius)
     piece_area, stroke_area = np.bincount(pieces.ravel()), np.bincount(strokes.ravel())
     limit = HELD_SHARE * np.count_nonzero(mask)
     pad = int(np.ceil(radius)) + 3

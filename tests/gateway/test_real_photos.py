@@ -19,7 +19,7 @@ from gateway.tools.characters import character_folder
 from tests.support.real_photos import REAL_PHOTOS, real_photo
 from tests.support.rigs import motion_clip
 from torchserve.training.evaluate_photos import annotate, load_truth, score, score_photos, summary
-from torchserve.training.photo_variants import moved_box
+from torchserve.training.photo_variants import score_shifted
 
 pytestmark = pytest.mark.integration
 TRUTH = {t.name: t for t in load_truth()}
@@ -127,10 +127,7 @@ def test_a_box_a_few_pixels_off_gives_about_the_same_mask(gateway, name, by, iou
     # is and mirrored, the logits averaged: 0.99 and 0.89.
     truth = TRUTH[name]
     path = real_photo(truth.photo)
-    first = annotate(gateway.url, path)
-    height, width = first.mask.shape
-    moved = annotate(gateway.url, path, bbox=moved_box(first.bbox, by, (width, height)))
-    got = score(name, truth.labels, truth.joints, moved)
+    [got] = score_shifted(gateway.url, path.parent, [truth], [annotate(gateway.url, path)], by)
     assert got.iou >= iou, got
 
 

@@ -141,9 +141,7 @@ def decode_mask(
     score): the silhouette the network sees, grown by MASK_MARGIN_PX and with its holes
     filled; the score is the mean probability of the network's cells that call the crop's
     pixels figure (0 when none does), how sure it is of what it calls figure."""
-    cells = logits.detach().float().cpu().numpy()[0]
-    mask = _served_mask(logits_to_crop(cells, box, shape))
-    return mask, _score(cells, box, shape) if mask.any() else 0.0
+    return decode_views(logits[None], (View(box, mirrored=False),), shape)
 
 
 @dataclass(frozen=True)
