@@ -67,6 +67,22 @@ new MutationObserver((records) => {
 }).observe(document.getElementById("results"),
            {subtree: true, childList: true, attributes: true, attributeFilter: ["value"]});
 """
+# Holds back the page's copy of a finished job's state until the test calls
+# window.releaseDone(): the state is the gateway's own, only handed over later, so the
+# progress cards stay on the page (not replaced by the animations) while the test reads them.
+HOLD_DONE = """
+let releaseDone;
+const done = new Promise((resolve) => { releaseDone = resolve; });
+window.releaseDone = releaseDone;
+const asked = window.fetch;
+window.fetch = async (url, init) => {
+  const reply = await asked(url, init);
+  if (!String(url).includes("/jobs/")) return reply;
+  const doc = await reply.clone().json().catch(() => ({}));
+  if (doc.status === "done") await done;
+  return reply;
+};
+"""
 
 
 @pytest.fixture(scope="module")
@@ -420,6 +436,7 @@ def test_many_motions_go_through_a_job_with_a_progress_bar_each(browser, gateway
     assert len(names) > 4
     press_only(browser, names)  # every motion: more than the defaults' four is long
     browser.execute_script(BARS)
+    browser.execute_script(HOLD_DONE)  # the job may finish before the cards are read
     log_start = len(gateway.log_text())
     browser.find_element(By.CSS_SELECTOR, "[data-testid=animate]").click()
 
@@ -430,6 +447,7 @@ def test_many_motions_go_through_a_job_with_a_progress_bar_each(browser, gateway
         bar = card.find_element(By.TAG_NAME, "progress")
         assert bar.aria_role == "progressbar"
         assert bar.accessible_name == card.get_attribute("data-name").replace("_", " ")
+    browser.execute_script("window.releaseDone()")
     # Caught mid-way where the timing allows (the assertions below do not depend on it).
     try:
         wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".pending.done")
