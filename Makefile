@@ -29,7 +29,7 @@ ARCHIVE_CODE := torchserve/__init__.py torchserve/build_archives.py \
 models: $(MODEL_STORE)/drawn_humanoid_detector.mar $(MODEL_STORE)/drawn_humanoid_pose_estimator.mar \
 	$(MODEL_STORE)/drawn_humanoid_segmenter.mar
 
-$(MODEL_STORE)/drawn_humanoid_detector.mar: torchserve/weights/detector.pt
+$(MODEL_STORE)/drawn_humanoid_detector.mar: torchserve/weights/detector.pt torchserve/weights/person_detector.pt
 $(MODEL_STORE)/drawn_humanoid_pose_estimator.mar: torchserve/weights/pose.pt
 $(MODEL_STORE)/drawn_humanoid_segmenter.mar: torchserve/weights/segmenter.pt
 $(MODEL_STORE)/%.mar: $(ARCHIVE_CODE) | $(STAMP)

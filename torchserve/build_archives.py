@@ -40,6 +40,7 @@ class Archive:
     name: str  # the TorchServe model name, as in AnimatedDrawings
     handler: str  # file in torchserve/handlers/
     weights: str  # file in the weights directory
+    more_weights: tuple[str, ...] = ()  # carried beside it (the handler loads them if there)
     # AnimatedDrawings has no such model: a model store without it (theirs) still serves,
     # and the gateway falls back to its own segmentation.
     optional: bool = False
@@ -48,9 +49,11 @@ class Archive:
 ARCHIVES = {
     archive.name: archive
     for archive in (
-        Archive("drawn_humanoid_detector", "detector_handler.py", "detector.pt"),
+        Archive(
+            "drawn_humanoid_detector", "detector_handler.py", "detector.pt", ("person_detector.pt",)
+        ),
         Archive("drawn_humanoid_pose_estimator", "pose_handler.py", "pose.pt"),
-        Archive("drawn_humanoid_segmenter", "segmenter_handler.py", "segmenter.pt", True),
+        Archive("drawn_humanoid_segmenter", "segmenter_handler.py", "segmenter.pt", optional=True),
     )
 }
 OPTIONAL_MODELS = frozenset(name for name, archive in ARCHIVES.items() if archive.optional)
@@ -74,11 +77,11 @@ def stage_code(into: Path) -> Path:
     return into
 
 
-def archive_version(archive: Archive, code: Path, weights: Path) -> str:
-    """`VERSION`.<digest of the staged code and the weights> (the handler is staged code)."""
+def archive_version(code: Path, weights: list[Path]) -> str:
+    """`VERSION`.<digest of the staged code and all the weights> (the handler is staged code)."""
     digest = hashlib.sha256()
     files = {p.relative_to(code).as_posix(): p for p in code.rglob("*") if p.is_file()}
-    files[archive.weights] = weights
+    files.update((path.name, path) for path in weights)
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + files[name].read_bytes())
     return f"{VERSION}.{digest.hexdigest()[:12]}"
@@ -100,9 +103,10 @@ def build(
 
     `version` defaults to `archive_version`, which changes with the code and the weights.
     """
-    weights = weights_dir / archive.weights
-    if not weights.is_file():
-        raise FileNotFoundError(f"missing weights {weights} (train them or pass --weights-dir)")
+    weights = [weights_dir / name for name in (archive.weights, *archive.more_weights)]
+    for path in weights:
+        if not path.is_file():
+            raise FileNotFoundError(f"missing weights {path} (train them or pass --weights-dir)")
     model_store.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mar-") as scratch:
         scratch_dir = Path(scratch)
@@ -114,13 +118,13 @@ def build(
             "--model-name",
             archive.name,
             "--version",
-            version or archive_version(archive, code, weights),
+            version or archive_version(code, weights),
             "--handler",
             str(PACKAGE / "handlers" / archive.handler),
             "--serialized-file",
-            str(weights),
+            str(weights[0]),
             "--extra-files",
-            str(code),
+            ",".join(map(str, [code, *weights[1:]])),
             "--config-file",
             str(MODEL_CONFIG),
             "--export-path",

@@ -24,8 +24,9 @@ from torchserve.training.photo_variants import score_shifted
 pytestmark = pytest.mark.integration
 TRUTH = {t.name: t for t in load_truth()}
 # Measured with `python -m torchserve.training.evaluate_photos` against `make run`
-# (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.875,
-# 8 below 0.85 (before the segmenter saw the crop mirrored too: 0.878, but 0.843-0.870
+# (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.888,
+# 8 below 0.85 (before the person detector narrowed a group's or a scene's box to one
+# person: 0.875; before the segmenter saw the crop mirrored too: 0.878, but 0.843-0.870
 # with the box moved 2%, 0.851-0.878 now; before a balloon's string from a drawn hand
 # was held: 0.877; before a
 # hollow OpenCV mask lost to the segmenter's: 0.873; before a
@@ -35,7 +36,7 @@ TRUTH = {t.name: t for t in load_truth()}
 # feet: 0.836, 13 below; before the edge was put on the ink: 0.796, 16 below; at 84b56e3,
 # before the dark-page, spilled-paper and outline rules: 0.766, 17 below). Issue 26's
 # target is 0.92 with at most three below 0.85: these hold today's level, not it.
-MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.87, 8
+MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.88, 8
 
 
 def _scored(url: str, name: str):
@@ -184,17 +185,45 @@ def test_a_big_foot_at_the_end_of_a_leg_stays(gateway, name):
     assert (answer.mask & foot).sum() > 0.93 * foot.sum()
 
 
+# The figure detector's box of real photo 36: the two girls on the right, as one figure.
+TWO_GIRLS = (346.0, 33.0, 640.0, 481.0)
+
+
 def test_a_neighbours_head_against_the_figures_stays_behind(gateway):
-    # Real photo 36, a family side by side: the detector boxed the two girls on the right
-    # as one, the pose found the black-haired one (figure 3), and her hair touches her
+    # Real photo 36, a family side by side, with the figure detector's box of two girls as
+    # one (given): the pose finds the black-haired one (figure 3), and her hair touches her
     # sister's face. The heads were one blob on the head, so the sister's face, hair, arms
     # and the top of her dress came along: 79% of her in the mask, IoU 0.555. Cut at her
     # face: 0.5% of her, IoU 0.82.
-    answer, got = _scored(gateway.url, "36")
-    sister = TRUTH["36"].figure(4)
+    truth = TRUTH["36"]
+    answer = annotate(gateway.url, real_photo(truth.photo), bbox=TWO_GIRLS)
+    got = score("36", truth.labels, truth.joints, answer)
+    sister = truth.figure(4)
     assert got.figure == 3, got
     assert (answer.mask & sister).sum() < 0.1 * sister.sum()
     assert got.iou >= 0.78, got
+
+
+def test_one_girl_of_a_family_side_by_side_is_boxed_alone(gateway):
+    # Real photo 36 as taken: the person detector boxes one girl (figure 4) inside the
+    # figure detector's box of two. A strand of her sister's hair at her side comes along
+    # (8% of the sister), nothing more.
+    answer, got = _scored(gateway.url, "36")
+    sister = TRUTH["36"].figure(3)
+    assert got.figure == 4, got
+    assert (answer.mask & sister).sum() < 0.15 * sister.sum()
+    assert got.iou >= 0.8, got
+
+
+def test_a_girl_among_butterflies_is_boxed_alone(gateway):
+    # Real photo 35: a girl among butterflies, clouds and grass. The figure detector boxed
+    # the scene, the pose put her wrists on butterflies and her ankles in the grass, and
+    # the mask followed them: IoU 0.376, and 1.49 of her area more than 10 px off her. The
+    # person detector boxes her alone, well inside: 0.83, and 0.11 off her (the rays drawn
+    # round her hair, the lines to two butterflies).
+    _, got = _scored(gateway.url, "35")
+    assert got.iou >= 0.78, got
+    assert _beyond(gateway.url, "35", 10) < 0.2
 
 
 @pytest.fixture(scope="module")

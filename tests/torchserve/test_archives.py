@@ -40,7 +40,7 @@ def test_archive_carries_handler_model_code_and_weights(model_store, name):
     assert manifest["model"]["modelName"] == name
     assert manifest["model"]["handler"] == archive.handler
     assert manifest["model"]["serializedFile"] == archive.weights
-    assert {archive.handler, archive.weights} <= files
+    assert {archive.handler, archive.weights, *archive.more_weights} <= files
     code = {p.relative_to(REPO).as_posix() for p in (REPO / "torchserve").glob("*/*.py")}
     needed = {path for path in code if path.split("/")[1] in ("handlers", "model")}
     assert needed <= files

@@ -14,6 +14,7 @@ import torch
 from PIL import Image
 from ts.context import Context, RequestProcessor
 
+from torchserve.build_archives import ARCHIVES
 from torchserve.handlers.base import pick_device
 from torchserve.handlers.detector_handler import DetectorHandler
 from torchserve.handlers.images import RequestError, decode_image, request_body
@@ -130,10 +131,14 @@ def test_cpu_workers_use_one_thread():
 
 
 # --- handlers, called as a TorchServe worker calls them -------------------------------
-def worker_context(model_name: str, weights: Path, tmp_path: Path) -> Context:
+def worker_context(
+    model_name: str, weights: Path, tmp_path: Path, beside: tuple[str, ...] = ()
+) -> Context:
+    """A worker's context for the archive of `weights`, with the weights files `beside` it."""
     model_dir = tmp_path / model_name
     model_dir.mkdir()
-    (model_dir / weights.name).symlink_to(weights)
+    for path in (weights, *(weights.with_name(name) for name in beside)):
+        (model_dir / path.name).symlink_to(path)
     manifest = {"model": {"modelName": model_name, "serializedFile": weights.name}}
     return Context(model_name, str(model_dir), manifest, 8, None, "0.12.0")
 
@@ -146,7 +151,8 @@ def run_batch(handler, context: Context, bodies: list[dict]) -> tuple[list, list
 
 
 def loaded(handler_class, model_name: str, weights: Path, tmp_path: Path):
-    context = worker_context(model_name, weights, tmp_path)
+    beside = ARCHIVES[model_name].more_weights
+    context = worker_context(model_name, weights, tmp_path, beside)
     handler = handler_class()
     handler.initialize(context)
     return handler, context
@@ -166,6 +172,7 @@ def pose(tmp_path_factory):
 
 def test_detector_answers_boxes_in_image_pixels_best_first(detector):
     handler, context = detector
+    assert handler.model.people is not None  # the person detector, from beside the weights
     sample = generate(101)
     height, width = sample.image.shape[:2]
     answers, statuses = run_batch(handler, context, [{"body": encode(sample.image, "PNG")}])

@@ -21,7 +21,7 @@ from torchserve.model import (
     load_pose,
     pose_input,
 )
-from torchserve.model.detector import box_iou, cell_boxes
+from torchserve.model.detector import box_iou, cell_boxes, load_detectors, one_person
 from torchserve.model.pose import heatmap_coordinates
 from torchserve.model.transforms import fit_letterbox
 from torchserve.training import data
@@ -277,6 +277,45 @@ def test_a_box_mostly_inside_a_better_one_widens_it_instead_of_being_a_second_fi
     found = decode_detections(out, fit_letterbox(size, size, size), (size, size))
     np.testing.assert_allclose(found[0]["bbox"][2], centre + 24, atol=0.1)
     assert len(found) == 3 and found[2]["score"] < 0.3
+
+
+def test_the_figure_box_is_narrowed_to_one_person_only_inside_a_group_or_scene() -> None:
+    figures = [
+        {"bbox": [100, 100, 500, 500], "score": 0.54},
+        {"bbox": [0, 0, 50, 60], "score": 0.2},
+    ]
+
+    def answered(bbox, score=0.76):
+        return one_person(
+            figures, [{"bbox": bbox, "score": score}, {"bbox": [0, 0, 9, 9], "score": 0.1}]
+        )
+
+    # A girl among butterflies: her box is answered, with the figure detector's score.
+    narrowed = answered([240, 130, 400, 440])
+    assert narrowed[0] == {"bbox": [240, 130, 400, 440], "score": 0.54}
+    assert narrowed[1:] == figures[1:]
+    # The figure without its tail (most of the figure box): the figure box stays.
+    assert answered([100, 100, 420, 500]) == figures
+    # A title letter above the figures (not inside the box), a person the detector is
+    # unsure of, or no person at all: the figure box stays.
+    assert answered([120, 20, 220, 140]) == figures
+    assert answered([240, 130, 400, 440], score=0.3) == figures
+    assert one_person(figures, []) == figures and one_person([], figures) == []
+
+
+def test_the_detector_bundle_runs_the_person_detector_beside_the_figure_detector(tmp_path) -> None:
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "detector.pt").symlink_to(WEIGHTS / "detector.pt")
+    assert load_detectors(str(alone / "detector.pt")).people is None
+    both = load_detectors(str(WEIGHTS / "detector.pt"))
+    assert both.people is not None
+    x = torch.zeros(2, 3, both.size, both.size)
+    with torch.no_grad():
+        out = both(x)
+        assert out.shape == (2, 2, 5, both.size // 8, both.size // 8)
+        torch.testing.assert_close(out[:, 0], both.figures(x))
+        torch.testing.assert_close(out[:, 1], both.people(x))
 
 
 def test_loaders_reject_the_wrong_checkpoint(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """TorchServe handler for `drawn_humanoid_detector`: photo -> figures' boxes, best first.
 
 Answers ``[{"bbox": [x1, y1, x2, y2], "score": s}, ...]`` in the posted image's pixels, the
-format of AnimatedDrawings' detector, so either archive serves the gateway.
+format of AnimatedDrawings' detector, so either archive serves the gateway. The archive
+carries the person detector beside the figure detector; the best box is narrowed to one
+person where the figure detector boxed a group or a scene (`torchserve.model.detector`).
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ import numpy as np
 import torch
 
 from torchserve.handlers.base import ImageModelHandler
-from torchserve.model import decode_detections, detector_input, load_detector
+from torchserve.model import decode_figures, detector_input, load_detectors
 
 
 class DetectorHandler(ImageModelHandler):
     def load_model(self, weights: Path, device: torch.device) -> torch.nn.Module:
-        return load_detector(str(weights), device)
+        return load_detectors(str(weights), device)
 
     def prepare(self, image: np.ndarray) -> tuple[torch.Tensor, tuple]:
         model_input, letterbox = detector_input(image, self.model.size)
@@ -26,6 +28,6 @@ class DetectorHandler(ImageModelHandler):
 
     def describe(self, outputs: torch.Tensor, metas: list[tuple]) -> list[list[dict]]:
         return [
-            decode_detections(output, letterbox, image_size)
+            decode_figures(output, letterbox, image_size)
             for output, (letterbox, image_size) in zip(outputs, metas, strict=True)
         ]

@@ -2,10 +2,11 @@
 
 Serving one photo (what the TorchServe handlers do, and what evaluation does):
 
-    detector = load_detector("torchserve/weights/detector.pt", "cpu")
+    detector = load_detectors("torchserve/weights/detector.pt", "cpu")  # + person_detector.pt
     x, box = detector_input(rgb, detector.size)      # rgb: (H, W, 3) uint8
-    figures = decode_detections(detector(x)[0], box, (W, H))
-    # -> [{"bbox": [x1, y1, x2, y2], "score": s}, ...] in the photo's pixels, best first
+    figures = decode_figures(detector(x)[0], box, (W, H))
+    # -> [{"bbox": [x1, y1, x2, y2], "score": s}, ...] in the photo's pixels, best first,
+    # the best narrowed to one person where it boxed a group or a scene (one_person)
 
     pose = load_pose("torchserve/weights/pose.pt", "cpu")
     x, box = pose_input(crop, pose.size)              # crop: (h, w, 3) uint8 of one figure
@@ -22,7 +23,15 @@ Inputs of several images stack along the first axis (all are size x size). The m
 relative imports among themselves only, so the folder also works copied into a .mar.
 """
 
-from .detector import DetectorNet, decode_detections, detector_input, load_detector
+from .detector import (
+    DetectorNet,
+    Detectors,
+    decode_detections,
+    decode_figures,
+    detector_input,
+    load_detector,
+    load_detectors,
+)
 from .pose import KEYPOINT_NAMES, PoseNet, decode_keypoints, load_pose, pose_input
 from .segmenter import (
     SegmenterNet,
@@ -38,17 +47,20 @@ from .transforms import Letterbox, letterbox
 __all__ = [
     "KEYPOINT_NAMES",
     "DetectorNet",
+    "Detectors",
     "Letterbox",
     "PoseNet",
     "SegmenterNet",
     "View",
     "decode_detections",
+    "decode_figures",
     "decode_keypoints",
     "decode_mask",
     "decode_views",
     "detector_input",
     "letterbox",
     "load_detector",
+    "load_detectors",
     "load_pose",
     "load_segmenter",
     "pose_input",

@@ -4,10 +4,19 @@ The network sees the photo letterboxed to ``size`` x ``size`` RGB and predicts, 
 of stride 8, a centre logit and the distances (left, top, right, bottom) from each cell's
 centre to the figure's box edges, in cells. A figure is a local maximum of the centre
 heatmap; its box is the heat-weighted mean of the boxes its neighbouring cells predict.
+
+Two such networks are served together (`Detectors`): the figure detector, trained on pages
+with one labelled figure, boxes a figure with all that is drawn joined to it (a tail, a
+wing), but a group or a scene as one figure too; the person detector, the same network
+trained further on pages with other people beside the figure (``--crowd``), boxes people
+apart, but sometimes a tail or a title letter as one. The figure detector's box is
+answered, narrowed to the person detector's best box only where that is one person well
+inside it (`one_person`).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +28,8 @@ from .layers import Backbone, ConvBNReLU, SquareInputNet, TopDown, load_network
 from .transforms import Letterbox, letterbox, to_tensor
 
 DETECTOR_FORMAT = "drawn-humanoid-detector/1"
+# The person detector's weights, beside the figure detector's (its .mar carries both).
+PERSON_WEIGHTS = "person_detector.pt"
 
 
 class DetectorNet(SquareInputNet):
@@ -38,6 +49,21 @@ class DetectorNet(SquareInputNet):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         features = self.backbone(x)[1:]  # strides 8, 16, 32
         return self.head(self.neck(features))
+
+
+class Detectors(nn.Module):
+    """The figure detector and, where shipped, the person detector, run on one input:
+    (N, 3, S, S) -> (N, K, 5, S/8, S/8), K = 1 (figures) or 2 (figures, then people)."""
+
+    def __init__(self, figures: DetectorNet, people: DetectorNet | None = None) -> None:
+        super().__init__()
+        if people is not None and people.size != figures.size:
+            raise ValueError(f"person detector sees {people.size} px, figures {figures.size}")
+        self.figures, self.people, self.size = figures, people, figures.size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        nets = [self.figures] if self.people is None else [self.figures, self.people]
+        return torch.stack([net(x) for net in nets], dim=1)
 
 
 def detector_input(image: np.ndarray, size: int) -> tuple[torch.Tensor, Letterbox]:
@@ -148,6 +174,50 @@ def decode_detections(
     return kept
 
 
+# The person detector narrows the figure box only to a person it is sure of, lying almost
+# wholly inside the figure box and covering at most PERSON_AREA of it: a figure's own
+# parts it boxes apart (a bushy tail) leave most of the figure box to the rest.
+PERSON_SCORE, PERSON_INSIDE, PERSON_AREA = 0.5, 0.9, 0.6
+
+
+def one_person(figures: list[dict[str, Any]], people: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The figure detector's boxes (`decode_detections`, best first) with the best one
+    narrowed to one person where it holds a group or a scene: the person detector's best
+    box (of ``people``), scoring at least PERSON_SCORE, at least PERSON_INSIDE inside it and
+    at most PERSON_AREA of its area, replaces it. The figure's score stays: whether there
+    is a figure at all is the figure detector's call."""
+    if not figures or not people or people[0]["score"] < PERSON_SCORE:
+        return figures
+    figure, person = np.array(figures[0]["bbox"]), np.array(people[0]["bbox"])
+    area = (figure[2] - figure[0]) * (figure[3] - figure[1])
+    narrower = (person[2] - person[0]) * (person[3] - person[1]) <= PERSON_AREA * area
+    if not narrower or _share_inside(person, figure) < PERSON_INSIDE:
+        return figures
+    return [{**figures[0], "bbox": list(people[0]["bbox"])}, *figures[1:]]
+
+
+def decode_figures(
+    output: torch.Tensor, box: Letterbox, image_size: tuple[int, int]
+) -> list[dict[str, Any]]:
+    """One image's `Detectors` output (K, 5, h, w) -> the figures' boxes as
+    `decode_detections` gives them, the best narrowed to one person (`one_person`) when the
+    person detector ran too."""
+    figures = decode_detections(output[0], box, image_size)
+    if len(output) < 2:
+        return figures
+    return one_person(figures, decode_detections(output[1], box, image_size))
+
+
 def load_detector(path: str, device: str | torch.device = "cpu") -> DetectorNet:
     """The detector saved by ``torchserve.training detector``, in eval mode on ``device``."""
     return load_network(path, DETECTOR_FORMAT, DetectorNet, device)
+
+
+def load_detectors(path: str, device: str | torch.device = "cpu") -> Detectors:
+    """The figure detector at ``path`` with the person detector (PERSON_WEIGHTS) beside it,
+    if it is there, in eval mode on ``device``."""
+    people = Path(path).with_name(PERSON_WEIGHTS)
+    return Detectors(
+        load_detector(path, device),
+        load_detector(str(people), device) if people.is_file() else None,
+    ).eval()

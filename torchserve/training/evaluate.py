@@ -50,16 +50,17 @@ from animation.segment import figure_mask
 from animation.skeleton import JOINT_INDEX, JOINTS, Skeleton
 from torchserve.model import (
     KEYPOINT_NAMES,
-    decode_detections,
+    decode_figures,
     decode_keypoints,
     decode_views,
     detector_input,
-    load_detector,
+    load_detectors,
     load_pose,
     load_segmenter,
     pose_input,
     segmenter_views,
 )
+from torchserve.model.detector import PERSON_WEIGHTS
 from torchserve.training.evaluate_photos import carry_section
 from torchserve.training.metrics import box_iou, mask_iou, pck_hits, share_inside, summarise_boxes
 from torchserve.training.rephoto import rephotograph
@@ -114,7 +115,7 @@ _models: dict[str, torch.nn.Module] = {}
 def _load_detector(detector_path: str) -> None:
     torch.set_num_threads(1)
     cv2.setNumThreads(1)
-    _models["detector"] = load_detector(detector_path)
+    _models["detector"] = load_detectors(detector_path)
 
 
 def _load(detector_path: str, pose_path: str, segmenter_path: str) -> None:
@@ -128,7 +129,7 @@ def _best_box(image: np.ndarray) -> np.ndarray | None:
     detector = _models["detector"]
     x, box = detector_input(image, detector.size)
     with torch.inference_mode():
-        found = decode_detections(detector(x)[0], box, image.shape[1::-1])
+        found = decode_figures(detector(x)[0], box, image.shape[1::-1])
     return np.array(found[0]["bbox"]) if found else None
 
 
@@ -696,7 +697,9 @@ def markdown(args: argparse.Namespace, tables: list[str], timing: str) -> str:
         f"Evaluated with the generator source at version `{generator_version()}`.",
         "",
     ]
-    for path in (args.detector, args.pose, args.segmenter):
+    people = args.detector.with_name(PERSON_WEIGHTS)
+    weights = [args.detector, *([people] if people.is_file() else []), args.pose, args.segmenter]
+    for path in weights:
         meta = torch.load(path, weights_only=True)["meta"]
         lines.append(f"- `{path.name}` sha256 `{sha256(path)}`: {training_history(meta)}")
     return "\n".join(lines) + "\n"
