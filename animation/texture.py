@@ -9,17 +9,20 @@ pack and that shimmer as the figure moves. The steps, all on the (H, W) crop:
    the mask), smoothed over an eighth of the crop and extended under the figure;
    dividing by it removes shading and a coloured cast (what is left is how much each
    pixel darkens the paper);
-2. paper: inside the figure, a pixel whose darkest channel is within the photo's own
-   paper grain of the paper (measured on the paper around it) becomes one colour: the
-   paper's median colour, so an uncoloured belly is as flat as the page around it;
+2. paper: inside the figure, a pixel whose darkest channel and whose hue are both within
+   the photo's own paper grain of the paper (measured on the paper around it) becomes one
+   colour: the paper's median colour, so an uncoloured belly is as flat as the page around
+   it, while a pastel crayon fill (a pink skirt darkens the page little) stays ink;
 3. ink: strokes and fills keep their colour; an edge-preserving (bilateral) filter evens
    the grain of marker and crayon without moving a stroke's edge;
 4. palette: the fewest colours, from a ladder, whose mean CIELAB error over the ink is at
    most `MAX_DELTA_E`, each ink pixel weighted by how far it stands out from the paper (a
    stroke's core counts more than its pale fringe, as it does to the eye); a marker or
-   pencil drawing gets a few colours, a crayon one more,
-   and paper is always one of them. Each pixel takes its nearest palette colour (no dithering: a
-   dithered pattern shimmers under motion and packs badly).
+   pencil drawing gets a few colours, a crayon one more, and paper is always one of them.
+   Ink that stands out from the paper may not be drawn as paper (`STROKE_DELTA_E`): a
+   face's thin lines beside a big yellow dress are few pixels, and the mean error alone
+   let them vanish. Each pixel takes its nearest palette colour (no dithering: a dithered
+   pattern shimmers under motion and packs badly).
 
 On a dark page (`paper.light_page`) steps 1-3 run on the negated crop and their colours
 are negated back. A texture with no paper around the figure (a drawing app's export with
@@ -48,13 +51,21 @@ MAX_COLOURS = 255  # with one more index for the transparent background
 PAPER_GAP = 5  # px kept between the mask and the paper that measures the light
 MIN_PAPER_PIXELS = 500  # fewer and the light is not measured: no paper step
 MIN_INK_CONTRAST = 0.04  # darkest-channel ratio below the paper's that is always ink
+# CIELAB distance in hue and saturation (a*, b*) from the paper that is always ink: a
+# colour a little past a just-noticeable difference.
+MIN_INK_CHROMA = 5.0
 GRAIN_SIGMAS = 4.0  # robust standard deviations of the paper's grain that are still paper
+# Ink standing out from the paper by this much (CIELAB) is a stroke one sees; at most
+# LOST_INK of the ink may be drawn in the paper's colour.
+STROKE_DELTA_E = 2 * MAX_DELTA_E
+LOST_INK = 0.01
 _LIGHT_SCALE = 8  # the light is smooth: measure it at 1/8 of the crop's size
 # The bilateral filter over the ink: window (px), colour range (RGB units: grain is under
 # it, a stroke's edge against paper far over it) and passes.
 SMOOTH_WINDOW, SMOOTH_RANGE, SMOOTH_PASSES = 9, 40.0, 2
 _COLOUR_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 254)
 _PALETTE_SAMPLE = 3_000  # ink pixels the palette is fitted and scored on
+_GRAIN_SAMPLE = 20_000  # pixels of the paper around the figure its grain in hue is measured on
 _PALETTE_PRESAMPLE = 10  # times as many, evenly spaced, that sample is drawn from
 _FIRST_RUNG = 3  # the palette search's first try: _COLOUR_LADDER[3] = 4 colours
 
@@ -119,12 +130,17 @@ def _flatten_paper(
     ratio = rgb.astype(np.float32) / light  # 1 on paper, lower where something darkens it
     # The darkest channel (np.minimum over the planes: far faster than a min over the last axis).
     darkest = np.minimum(np.minimum(ratio[..., 0], ratio[..., 1]), ratio[..., 2])
-    grain = darkest[paper_known]
-    level = float(np.median(grain))
-    sigma = 1.4826 * float(np.median(np.abs(grain - level)))  # robust: specks of dirt
-    paper = region & (darkest >= level - max(GRAIN_SIGMAS * sigma, MIN_INK_CONTRAST))
+    level, spread = _grain(darkest[paper_known])
+    paper = region & (darkest >= level - max(spread, MIN_INK_CONTRAST))
     paper_colour = paper_median.astype(np.float32)
     colours = ratio * paper_colour
+    # Of those, the ones of another hue than the paper's are ink (pastel crayon). The
+    # paper's grain in hue is measured on an even sample of the paper around the figure.
+    known = colours[paper_known]
+    level, spread = _grain(
+        _chroma_from(known[:: max(1, len(known) // _GRAIN_SAMPLE)], paper_colour)
+    )
+    paper[paper] = _chroma_from(colours[paper], paper_colour) <= level + max(spread, MIN_INK_CHROMA)
     colours[~region] = paper_colour  # nothing outside the figure bleeds into its edge
     colours[paper] = paper_colour
     # Even out the grain of the ink: the range term keeps a stroke's edge where it is.
@@ -142,6 +158,20 @@ def _flatten_paper(
             window[flat] = paper_colour
         colours[rows, cols] = window
     return colours, paper
+
+
+def _grain(values: np.ndarray) -> tuple[float, float]:
+    """(N,) measures of the paper around the figure -> their median and GRAIN_SIGMAS robust
+    standard deviations (specks of dirt do not widen it)."""
+    level = float(np.median(values))
+    return level, GRAIN_SIGMAS * 1.4826 * float(np.median(np.abs(values - level)))
+
+
+def _chroma_from(colours: np.ndarray, paper: np.ndarray) -> np.ndarray:
+    """(N,) CIELAB distance in a* and b* of (N, 3) float RGB `colours` from `paper` (3,)."""
+    lab = _lab(np.clip(np.round(colours), 0, 255).astype(np.uint8))
+    ref = _lab(np.clip(np.round(paper), 0, 255).astype(np.uint8)[None])[0]
+    return np.hypot(lab[:, 1] - ref[1], lab[:, 2] - ref[2])
 
 
 def _paper_light(rgb: np.ndarray, paper_known: np.ndarray) -> np.ndarray:
@@ -179,8 +209,9 @@ def choose_palette(
     colours: np.ndarray, fixed: np.ndarray, max_delta_e: float = MAX_DELTA_E
 ) -> np.ndarray:
     """(K, 3) uint8: `fixed` (F, 3) colours first, then the fewest quantised colours of
-    `colours` (N, 3) whose mean CIELAB error is at most `max_delta_e`, fitted and measured
-    on `palette_sample` (a pixel counts by how far it stands out from the paper).
+    `colours` (N, 3) that meet the bounds (`palette_meets`: a mean CIELAB error of at most
+    `max_delta_e`, no stroke drawn as paper), fitted and measured on `palette_sample` (a
+    pixel counts by how far it stands out from the paper).
 
     The count is searched on a ladder (1, 2, 3, 4, 6, ..., 254): the error falls as
     colours are added, steeply while they still split real inks apart, slowly once they
@@ -192,14 +223,12 @@ def choose_palette(
     if len(colours) == 0:
         return fixed if len(fixed) else np.zeros((1, 3), np.uint8)
     sample = palette_sample(colours, fixed)
-    sample_lab = _lab(sample)
     ladder = [k for k in _COLOUR_LADDER if k + len(fixed) <= MAX_COLOURS]
 
     def meets(rung: int) -> np.ndarray | None:
         """The palette of ladder[rung] colours, if its error meets the bound."""
         palette = np.vstack([fixed, _quantise(sample, ladder[rung])])
-        error = np.linalg.norm(_lab(palette[nearest_colour(sample, palette)]) - sample_lab, axis=1)
-        return palette if error.mean() <= max_delta_e else None
+        return palette if palette_meets(sample, palette, len(fixed), max_delta_e) else None
 
     # Climb: rungs lo..hi hold the first that meets the bound (the last rung, quantised
     # only when no earlier one does, if none).
@@ -220,6 +249,23 @@ def choose_palette(
         else:
             lo = mid + 1
     return np.vstack([fixed, _quantise(sample, ladder[-1])]) if best is None else best
+
+
+def palette_meets(
+    sample: np.ndarray, palette: np.ndarray, fixed: int, max_delta_e: float = MAX_DELTA_E
+) -> bool:
+    """Whether `palette` (K, 3) uint8, its first `fixed` entries the paper's (if any), draws
+    the (N, 3) uint8 `sample` well enough: a mean CIELAB error of at most `max_delta_e`, and
+    at most LOST_INK of it standing out from the paper by STROKE_DELTA_E but drawn in the
+    paper's colour."""
+    nearest = nearest_colour(sample, palette)
+    sample_lab = _lab(sample)
+    if np.linalg.norm(_lab(palette[nearest]) - sample_lab, axis=1).mean() > max_delta_e:
+        return False
+    if not fixed:
+        return True
+    stand_out = np.linalg.norm(sample_lab - _lab(palette[:1]), axis=1)
+    return bool(((nearest == 0) & (stand_out > STROKE_DELTA_E)).mean() <= LOST_INK)
 
 
 def palette_sample(colours: np.ndarray, fixed: np.ndarray) -> np.ndarray:
