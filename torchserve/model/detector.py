@@ -213,11 +213,17 @@ def load_detector(path: str, device: str | torch.device = "cpu") -> DetectorNet:
     return load_network(path, DETECTOR_FORMAT, DetectorNet, device)
 
 
-def load_detectors(path: str, device: str | torch.device = "cpu") -> Detectors:
-    """The figure detector at ``path`` with the person detector (PERSON_WEIGHTS) beside it,
-    if it is there, in eval mode on ``device``."""
+def person_weights(path: str | Path) -> Path | None:
+    """The person detector's weights beside the figure detector's at ``path``, if there."""
     people = Path(path).with_name(PERSON_WEIGHTS)
+    return people if people.is_file() else None
+
+
+def load_detectors(path: str, device: str | torch.device = "cpu") -> Detectors:
+    """The figure detector at ``path`` with the person detector beside it
+    (`person_weights`), if it is there, in eval mode on ``device``."""
+    people = person_weights(path)
     return Detectors(
         load_detector(path, device),
-        load_detector(str(people), device) if people.is_file() else None,
+        load_detector(str(people), device) if people is not None else None,
     ).eval()

@@ -60,7 +60,7 @@ from torchserve.model import (
     pose_input,
     segmenter_views,
 )
-from torchserve.model.detector import PERSON_WEIGHTS
+from torchserve.model.detector import person_weights
 from torchserve.training.evaluate_photos import carry_section
 from torchserve.training.metrics import box_iou, mask_iou, pck_hits, share_inside, summarise_boxes
 from torchserve.training.rephoto import rephotograph
@@ -697,8 +697,8 @@ def markdown(args: argparse.Namespace, tables: list[str], timing: str) -> str:
         f"Evaluated with the generator source at version `{generator_version()}`.",
         "",
     ]
-    people = args.detector.with_name(PERSON_WEIGHTS)
-    weights = [args.detector, *([people] if people.is_file() else []), args.pose, args.segmenter]
+    people = person_weights(args.detector)
+    weights = [args.detector, *([people] if people else []), args.pose, args.segmenter]
     for path in weights:
         meta = torch.load(path, weights_only=True)["meta"]
         lines.append(f"- `{path.name}` sha256 `{sha256(path)}`: {training_history(meta)}")
