@@ -96,6 +96,12 @@ EDGE_DEPTH, EDGE_DEPTH_PX = 1 / 200, 3  # the rim checked for paper: of the crop
 # a gap of at most NEAR_STROKES stroke widths, and never another speck. Bridges from speck
 # to speck spun a web of lines across the paper round the figure.
 SPECK_PX, NEAR_STROKES = 10, 1.0
+# Any other bridge but along a bone is at most GAP_SPAN times as long as the group it
+# reaches spans (its biggest piece's longer side), unless that group lies on the face or
+# within MAX_JOINT_GAP of a joint: a broken-off stroke is longer than its gap; a crumb of
+# the page's grain or a pencil's dust is not, and its bridge was a sliver of paper sticking
+# out of the outline (real photos 02 and 32; at 0.5 and at 2.0 too no real photo loses).
+GAP_SPAN = 1.0
 # The face: within this many head-bone lengths (nose to chest) of the head's joint, and
 # nearer the joint than the chest (a drawn head is often wider than its bone is long).
 FACE_REACH = 1.5
@@ -843,9 +849,9 @@ def _join_pieces(
 ) -> np.ndarray:
     """Join the figure's pieces into one, with bridges `thickness` px wide: across the
     gaps along bones first, else at the nearest points (the shortest bridges that join
-    the most to the biggest group), for as long as a bridge is at most MAX_GAP long (and,
-    to specks, NEAR_STROKES `stroke_width`s); a piece no such bridge reaches is not the
-    figure's and is dropped."""
+    the most to the biggest group), for as long as a bridge is at most MAX_GAP long (to
+    specks, NEAR_STROKES `stroke_width`s; at the nearest points, at most GAP_SPAN of what
+    it reaches spans); a piece no such bridge reaches is not the figure's and is dropped."""
     count, labels, stats, centroids = cv2.connectedComponentsWithStats(
         mask.astype(np.uint8), connectivity=8
     )
@@ -854,6 +860,7 @@ def _join_pieces(
     area = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
     on_face = _labels_at(_face(labels, area, figure).astype(np.int64), centroids) > 0
     groups = _Groups(np.where(on_face, np.inf, area))
+    spans = _Groups(_spans(labels, stats, on_face, figure))
     near = NEAR_STROKES * stroke_width
     max_gap = MAX_GAP * figure.size
     bridges = []  # (a, b, p, q): pieces a and b joined by a line from p to q
@@ -870,6 +877,7 @@ def _join_pieces(
             last = k
     for length, a, b, p, q in sorted(gaps, key=lambda g: g[0]):
         if length <= max_gap and groups.join(a, b):
+            spans.join(a, b)
             bridges.append((a, b, p, q))
     # The rest at their nearest points, shortest bridge first; the biggest group then
     # keeps whatever those bridges reached.
@@ -881,7 +889,10 @@ def _join_pieces(
         specks = (groups.biggest(a) <= SPECK_PX) + (groups.biggest(b) <= SPECK_PX)
         if specks == 2 or (specks and length > near):
             continue
+        if length > max(near, GAP_SPAN * min(spans.biggest(a), spans.biggest(b))):
+            continue
         if groups.join(a, b):
+            spans.join(a, b)
             bridges.append((a, b, p, q))
     roots = groups.roots()
     kept = roots == roots[main]
@@ -891,6 +902,22 @@ def _join_pieces(
         if kept[a]:
             cv2.line(out, _px(p), _px(q), 1, thickness)
     return out > 0
+
+
+def _spans(
+    labels: np.ndarray, stats: np.ndarray, on_face: np.ndarray, figure: FigureJoints
+) -> np.ndarray:
+    """(count,) float: each labelled piece's longer side (px; `stats` from
+    connectedComponentsWithStats), infinite for those `on_face` and those within
+    MAX_JOINT_GAP of a joint (see GAP_SPAN)."""
+    span = np.maximum(stats[:, cv2.CC_STAT_WIDTH], stats[:, cv2.CC_STAT_HEIGHT]).astype(float)
+    span[on_face] = np.inf
+    near = np.zeros(labels.shape, np.uint8)
+    radius = max(1, int(round(MAX_JOINT_GAP * figure.size)))
+    for x, y in np.round(figure.points).astype(int):
+        cv2.circle(near, (int(x), int(y)), radius, 1, -1)
+    span[np.bincount(labels[near > 0], minlength=len(span)) > 0] = np.inf
+    return span
 
 
 def _face(labels: np.ndarray, area: np.ndarray, figure: FigureJoints) -> np.ndarray:

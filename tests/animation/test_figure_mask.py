@@ -315,6 +315,23 @@ def test_specks_far_from_the_figure_are_not_joined_but_an_eye_dot_is(stick):
     assert _pieces(finished.mask) == 1
 
 
+def test_a_bridge_reaches_a_stroke_as_long_as_the_gap_but_no_grain_crumb(stick):
+    # Real photos 02 and 32: crumbs of the page's grain or a pencil's dust, each bigger
+    # than a speck, lay a few tens of px off the figure, away from its joints; each was
+    # joined to it by a bridge longer than itself, a sliver of paper sticking out of the
+    # outline. A broken-off stroke at the same distance, longer than the gap, still joins.
+    mask = morph.dilate(stick.figure, 1)
+    crumbs = np.zeros_like(mask)
+    for x, y in ((230, 185), (234, 204), (170, 200)):  # 27-34 px off the spine
+        crumbs[y - 2 : y + 2, x - 2 : x + 2] = True  # 16 px: more than a speck
+    stroke = np.zeros_like(mask)
+    stroke[204:207, 250:300] = True  # 50 px long, about 28 px below the left forearm
+    finished = finish_mask(mask | crumbs | stroke, stick.rgb, stick.skeleton)
+    assert not finished.mask[crumbs].any()
+    assert finished.mask[stroke].all()
+    assert _pieces(finished.mask) == 1
+
+
 def test_the_edge_is_put_on_the_ink_and_an_outlines_inside_stays():
     # A ring drawn as an outline and a bar, in a mask with 3 px of paper round both (a
     # segmenter's margin at a photo's resolution): the paper goes, the ring's inside stays.
