@@ -12,11 +12,13 @@ they agree, OpenCV's, which follows the ink to the pixel (on real-dev it scores 
 the segmenter's; docs/BENCHMARKS.md, section tight-crops), less its rim where the
 segmenter's mask does not reach (a blurred photo's soft edges fatten OpenCV's mask by a
 pixel or two; the segmenter learned the line as drawn), with the blobs its rules cut at a
-narrow neck that the segmenter's mask holds (a stub arm); where they disagree, one of them
-failed, and on synthetic drawings of the hard kinds (a coloured-in page, a faint figure,
-props touching it) that is nearly always OpenCV (docs/BENCHMARKS.md, section from-readme),
-so the segmenter's, unless it looks the worse by its warnings (an OpenCV mask that is an
-outline's line alone, `hollow`, is the worse even against a joint off the segmenter's).
+narrow neck that the segmenter's mask holds (a stub arm) and the insides of its outlines
+round the skeleton that the segmenter saw filled (an arm drawn open at the hand); where
+they disagree, one of them failed, and on synthetic drawings of the hard kinds (a
+coloured-in page, a faint figure, props touching it) that is nearly always OpenCV
+(docs/BENCHMARKS.md, section from-readme), so the segmenter's, unless it looks the worse by
+its warnings (an OpenCV mask that is an outline's line alone, `hollow`, is the worse even
+against a joint off the segmenter's).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import numpy as np
 from animation import morph
 from animation.figure_mask import (
     ALL_EDGES,
+    OUTLINE_GAP,
+    OUTLINE_GAP_PX,
     Edges,
     FigureJoints,
     FinishedMask,
@@ -147,7 +151,7 @@ def settled(
     if drawn is None or learned is None:
         chosen = drawn if learned is None else learned
     else:
-        chosen = choose(drawn, learned, figure)
+        chosen = choose(drawn, learned, figure, inked)
     warnings = (*chosen.warnings, "over_budget") if over_budget else chosen.warnings
     edged = edge_on_ink(chosen.with_feet, inked, figure)
     lines = None if chosen.lines is None else chosen.lines & ~edged
@@ -155,16 +159,46 @@ def settled(
 
 
 def choose(
-    drawn: FinishedMask, learned: FinishedMask, figure: FigureJoints | None = None
+    drawn: FinishedMask,
+    learned: FinishedMask,
+    figure: FigureJoints | None = None,
+    inked: np.ndarray | None = None,
 ) -> FinishedMask:
     """OpenCV's finished mask (`drawn`), trimmed to the segmenter's (`learned`), where the
-    two agree; else the segmenter's unless its warnings are more serious (see the module's
-    doc). `figure`: the joints the trimmed mask must still hold."""
+    two agree (with `figure` and the crop's `inked` strokes, the outlines' insides the
+    segmenter saw filled added: `_filled_as_learned`); else the segmenter's unless its
+    warnings are more serious (see the module's doc). `figure`: the joints the trimmed mask
+    must still hold."""
     both = np.count_nonzero(drawn.mask & learned.mask)
     either = np.count_nonzero(drawn.mask | learned.mask)
     if either and both / either >= AGREE_IOU:
-        return _trimmed(_given_back(drawn, learned.mask), learned.mask, figure)
+        drawn = _given_back(drawn, learned.mask)
+        if inked is not None and figure is not None:
+            drawn = _filled_as_learned(drawn, learned.mask, inked, figure)
+        return _trimmed(drawn, learned.mask, figure)
     return drawn if _severity(learned.warnings) > _severity(drawn.warnings) else learned
+
+
+def _filled_as_learned(
+    drawn: FinishedMask, learned: np.ndarray, inked: np.ndarray, figure: FigureJoints
+) -> FinishedMask:
+    """`drawn` with the paper inside its own strokes' outlines round the skeleton, closed
+    over the learned path's gaps (`outlines_around_joints` at OUTLINE_GAP), where that
+    paper holds a joint or a bone and `learned` covers GIVEN_BACK of it: an arm drawn as
+    an outline left open at the hand wider than OpenCV's closing (real photo 20, real-dev
+    char5), which the segmenter saw filled. Paper between the legs holds no bone."""
+    gap = max(OUTLINE_GAP_PX, OUTLINE_GAP * min(inked.shape))
+    insides = outlines_around_joints(inked & drawn.mask, figure, gap) & ~drawn.mask
+    if not insides.any():
+        return drawn
+    count, labels = cv2.connectedComponents(insides.astype(np.uint8), connectivity=8)
+    area = np.bincount(labels.ravel(), minlength=count)
+    covered = np.bincount(labels[learned], minlength=count)
+    filled = (covered >= GIVEN_BACK * area) & figure.labels_touched(labels, count)
+    filled[0] = False
+    if not filled.any():
+        return drawn
+    return replace(drawn, mask=fill_holes(drawn.mask | filled[labels]))
 
 
 def _given_back(drawn: FinishedMask, learned: np.ndarray) -> FinishedMask:

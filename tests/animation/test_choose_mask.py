@@ -13,6 +13,7 @@ from animation.figure_mask import (
     with_ad_margin,
 )
 from animation.mask_warnings import mask_warnings
+from animation.morph import fill_holes
 from animation.paper import ink_map
 from animation.segment import AGREE_IOU, choose, figure_mask
 
@@ -50,6 +51,34 @@ def test_the_trim_never_splits_the_mask_nor_leaves_a_joint_out():
     learned = FinishedMask(box_mask(32, 72), (), "learned")
     figure = FigureJoints.of(np.array([[30.0, 50.0], [50.0, 50.0]]))
     assert choose(drawn, learned, figure) is drawn
+
+
+def test_an_arm_drawn_open_at_the_hand_is_filled_where_the_segmenter_saw_it_filled():
+    # Real photo 20's arms and real-dev char5's: an arm drawn as two lines, open at the hand
+    # by 6 px, more than OpenCV's closing bridges round the joints (under the crop's short
+    # side / 80 = 3.75 px), so OpenCV's mask is the lines alone; the segmenter's is the arm
+    # filled, and its path bridges up to twice that. Beside it, paper between the legs,
+    # open by as much at the bottom, holds no joint: it stays out.
+    inked = np.zeros((300, 300), bool)
+    cv2.rectangle(inked.view(np.uint8), (40, 20), (200, 200), 1, 2)  # the body
+    inked[60:62, 200:272] = inked[80:82, 200:272] = True  # the arm's two lines
+    inked[62:74, 270:272] = True  # the hand's end, 6 px short of the lower line
+    inked[200:261, 80:82] = inked[200:261, 160:162] = inked[259:261, 80:154] = True  # legs
+    drawn = fill_holes(inked)  # OpenCV's: the body filled, the arm and the legs lines
+    arm = np.zeros_like(inked)
+    arm[62:80, 202:270] = True
+    between = np.zeros_like(inked)
+    between[202:259, 82:160] = True
+    points = np.array([[120.0, 100.0], [120.0, 180.0], [230.0, 70.0], [260.0, 70.0]])
+    figure = FigureJoints.of(points)
+    for filled in (True, False):
+        learned = FinishedMask(drawn | between | (arm & filled), (), "learned")
+        chosen = choose(FinishedMask(drawn, ()), learned, figure, inked)
+        assert chosen.mask[arm].mean() > 0.95 if filled else not chosen.mask[arm].any()
+        assert not chosen.mask[between].any()
+    # Without the crop's strokes, OpenCV's mask as before.
+    learned = FinishedMask(drawn | arm, (), "learned")
+    assert not choose(FinishedMask(drawn, ()), learned, figure).mask[arm].any()
 
 
 def test_where_they_disagree_the_segmenters_is_kept_unless_its_warnings_are_worse():
