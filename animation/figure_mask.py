@@ -97,8 +97,8 @@ EDGE_DEPTH, EDGE_DEPTH_PX = 1 / 200, 3  # the rim checked for paper: of the crop
 # to speck spun a web of lines across the paper round the figure.
 SPECK_PX, NEAR_STROKES = 10, 1.0
 # Any other bridge but along a bone is at most GAP_SPAN times as long as the group it
-# reaches spans (its biggest piece's longer side), unless that group lies on the face or
-# within MAX_JOINT_GAP of a joint: a broken-off stroke is longer than its gap; a crumb of
+# reaches spans (the longer side of its pieces' box), unless that group lies on the face
+# or within MAX_JOINT_GAP of a joint: a broken-off stroke is longer than its gap; a crumb of
 # the page's grain or a pencil's dust is not, and its bridge was a sliver of paper sticking
 # out of the outline (real photos 02 and 32; at 0.5 and at 2.0 too no real photo loses).
 GAP_SPAN = 1.0
@@ -860,7 +860,7 @@ def _join_pieces(
     area = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
     on_face = _labels_at(_face(labels, area, figure).astype(np.int64), centroids) > 0
     groups = _Groups(np.where(on_face, np.inf, area))
-    spans = _Groups(_spans(labels, stats, on_face, figure))
+    spans = _Spans(stats, _held(labels, on_face, figure))
     near = NEAR_STROKES * stroke_width
     max_gap = MAX_GAP * figure.size
     bridges = []  # (a, b, p, q): pieces a and b joined by a line from p to q
@@ -889,7 +889,7 @@ def _join_pieces(
         specks = (groups.biggest(a) <= SPECK_PX) + (groups.biggest(b) <= SPECK_PX)
         if specks == 2 or (specks and length > near):
             continue
-        if length > max(near, GAP_SPAN * min(spans.biggest(a), spans.biggest(b))):
+        if length > max(near, GAP_SPAN * min(spans.span(a), spans.span(b))):
             continue
         if groups.join(a, b):
             spans.join(a, b)
@@ -904,20 +904,50 @@ def _join_pieces(
     return out > 0
 
 
-def _spans(
-    labels: np.ndarray, stats: np.ndarray, on_face: np.ndarray, figure: FigureJoints
-) -> np.ndarray:
-    """(count,) float: each labelled piece's longer side (px; `stats` from
-    connectedComponentsWithStats), infinite for those `on_face` and those within
-    MAX_JOINT_GAP of a joint (see GAP_SPAN)."""
-    span = np.maximum(stats[:, cv2.CC_STAT_WIDTH], stats[:, cv2.CC_STAT_HEIGHT]).astype(float)
-    span[on_face] = np.inf
+def _held(labels: np.ndarray, on_face: np.ndarray, figure: FigureJoints) -> np.ndarray:
+    """(count,) bool: the labelled pieces `on_face` and those within MAX_JOINT_GAP of a
+    joint, which any bridge up to MAX_GAP may reach (see GAP_SPAN)."""
+    held = on_face.copy()
     near = np.zeros(labels.shape, np.uint8)
     radius = max(1, int(round(MAX_JOINT_GAP * figure.size)))
     for x, y in np.round(figure.points).astype(int):
         cv2.circle(near, (int(x), int(y)), radius, 1, -1)
-    span[np.bincount(labels[near > 0], minlength=len(span)) > 0] = np.inf
-    return span
+    held[np.bincount(labels[near > 0], minlength=len(held)) > 0] = True
+    return held
+
+
+class _Spans:
+    """How far each group of joined pieces spans: the longer side of its pieces' box
+    (union-find over piece labels, beside `_Groups`), infinite for a group one of whose
+    pieces is `held`."""
+
+    def __init__(self, stats: np.ndarray, held: np.ndarray) -> None:
+        left, top = stats[:, cv2.CC_STAT_LEFT], stats[:, cv2.CC_STAT_TOP]
+        right, bottom = left + stats[:, cv2.CC_STAT_WIDTH], top + stats[:, cv2.CC_STAT_HEIGHT]
+        self.box = np.stack([left, top, right, bottom], axis=1).astype(np.float64)
+        self.held = held.copy()
+        self.parent = list(range(len(held)))
+
+    def root(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def join(self, a: int, b: int) -> None:
+        a, b = self.root(a), self.root(b)
+        if a != b:
+            self.parent[a] = b
+            self.box[b, :2] = np.minimum(self.box[a, :2], self.box[b, :2])
+            self.box[b, 2:] = np.maximum(self.box[a, 2:], self.box[b, 2:])
+            self.held[b] |= self.held[a]
+
+    def span(self, i: int) -> float:
+        """Px: how far i's group spans (infinite when held)."""
+        r = self.root(i)
+        if self.held[r]:
+            return float("inf")
+        return float(max(self.box[r, 2] - self.box[r, 0], self.box[r, 3] - self.box[r, 1]))
 
 
 def _face(labels: np.ndarray, area: np.ndarray, figure: FigureJoints) -> np.ndarray:
