@@ -322,13 +322,19 @@ def test_a_bridge_reaches_a_stroke_as_long_as_the_gap_but_no_grain_crumb(stick):
     # outline. A broken-off stroke at the same distance, longer than the gap, still joins.
     mask = morph.dilate(stick.figure, 1)
     crumbs = np.zeros_like(mask)
-    for x, y in ((230, 185), (234, 204), (170, 200)):  # 27-34 px off the spine
+    for x, y in ((230, 185), (234, 204)):  # 27-34 px right of the spine
         crumbs[y - 2 : y + 2, x - 2 : x + 2] = True  # 16 px: more than a speck
     stroke = np.zeros_like(mask)
     stroke[204:207, 250:300] = True  # 50 px long, about 28 px below the left forearm
-    finished = finish_mask(mask | crumbs | stroke, stick.rgb, stick.skeleton)
+    # A dashed stroke: dashes 10 px long 6 px apart, the nearest 19 px left of the spine;
+    # each dash alone is shorter than that gap, the three together are not.
+    dashes = np.zeros_like(mask)
+    for x in (168, 152, 136):
+        dashes[199:202, x : x + 10] = True
+    finished = finish_mask(mask | crumbs | stroke | dashes, stick.rgb, stick.skeleton)
     assert not finished.mask[crumbs].any()
     assert finished.mask[stroke].all()
+    assert finished.mask[dashes].all()
     assert _pieces(finished.mask) == 1
 
 
