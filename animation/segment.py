@@ -187,6 +187,9 @@ def _filled_as_learned(
     paper holds a joint or a bone and `learned` covers GIVEN_BACK of it: an arm drawn as
     an outline left open at the hand wider than OpenCV's closing (real photo 20, real-dev
     char5), which the segmenter saw filled. Paper between the legs holds no bone."""
+    # Nothing the segmenter added holds the skeleton: no wide closing to pay for.
+    if not points_on(learned & ~drawn.mask, np.concatenate([figure.points, *figure.bone_samples])):
+        return drawn
     gap = max(OUTLINE_GAP_PX, OUTLINE_GAP * min(inked.shape))
     insides = outlines_around_joints(inked & drawn.mask, figure, gap) & ~drawn.mask
     if not insides.any():
