@@ -859,8 +859,7 @@ def _join_pieces(
         return mask
     area = stats[:, cv2.CC_STAT_AREA].astype(np.float64)
     on_face = _labels_at(_face(labels, area, figure).astype(np.int64), centroids) > 0
-    groups = _Groups(np.where(on_face, np.inf, area))
-    spans = _Spans(stats, _held(labels, on_face, figure))
+    groups = _Groups(np.where(on_face, np.inf, area), stats, _held(labels, on_face, figure))
     near = NEAR_STROKES * stroke_width
     max_gap = MAX_GAP * figure.size
     bridges = []  # (a, b, p, q): pieces a and b joined by a line from p to q
@@ -877,7 +876,6 @@ def _join_pieces(
             last = k
     for length, a, b, p, q in sorted(gaps, key=lambda g: g[0]):
         if length <= max_gap and groups.join(a, b):
-            spans.join(a, b)
             bridges.append((a, b, p, q))
     # The rest at their nearest points, shortest bridge first; the biggest group then
     # keeps whatever those bridges reached.
@@ -889,10 +887,9 @@ def _join_pieces(
         specks = (groups.biggest(a) <= SPECK_PX) + (groups.biggest(b) <= SPECK_PX)
         if specks == 2 or (specks and length > near):
             continue
-        if length > max(near, GAP_SPAN * min(spans.span(a), spans.span(b))):
+        if length > max(near, GAP_SPAN * min(groups.span(a), groups.span(b))):
             continue
         if groups.join(a, b):
-            spans.join(a, b)
             bridges.append((a, b, p, q))
     roots = groups.roots()
     kept = roots == roots[main]
@@ -914,40 +911,6 @@ def _held(labels: np.ndarray, on_face: np.ndarray, figure: FigureJoints) -> np.n
         cv2.circle(near, (int(x), int(y)), radius, 1, -1)
     held[np.bincount(labels[near > 0], minlength=len(held)) > 0] = True
     return held
-
-
-class _Spans:
-    """How far each group of joined pieces spans: the longer side of its pieces' box
-    (union-find over piece labels, beside `_Groups`), infinite for a group one of whose
-    pieces is `held`."""
-
-    def __init__(self, stats: np.ndarray, held: np.ndarray) -> None:
-        left, top = stats[:, cv2.CC_STAT_LEFT], stats[:, cv2.CC_STAT_TOP]
-        right, bottom = left + stats[:, cv2.CC_STAT_WIDTH], top + stats[:, cv2.CC_STAT_HEIGHT]
-        self.box = np.stack([left, top, right, bottom], axis=1).astype(np.float64)
-        self.held = held.copy()
-        self.parent = list(range(len(held)))
-
-    def root(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]
-            i = self.parent[i]
-        return i
-
-    def join(self, a: int, b: int) -> None:
-        a, b = self.root(a), self.root(b)
-        if a != b:
-            self.parent[a] = b
-            self.box[b, :2] = np.minimum(self.box[a, :2], self.box[b, :2])
-            self.box[b, 2:] = np.maximum(self.box[a, 2:], self.box[b, 2:])
-            self.held[b] |= self.held[a]
-
-    def span(self, i: int) -> float:
-        """Px: how far i's group spans (infinite when held)."""
-        r = self.root(i)
-        if self.held[r]:
-            return float("inf")
-        return float(max(self.box[r, 2] - self.box[r, 0], self.box[r, 3] - self.box[r, 1]))
 
 
 def _face(labels: np.ndarray, area: np.ndarray, figure: FigureJoints) -> np.ndarray:
@@ -972,11 +935,17 @@ def _face(labels: np.ndarray, area: np.ndarray, figure: FigureJoints) -> np.ndar
 
 
 class _Groups:
-    """Which pieces are joined (union-find over piece labels), and each group's biggest."""
+    """Which pieces are joined (union-find over piece labels), each group's biggest piece
+    and, given the pieces' `stats` (connectedComponentsWithStats), how far it spans: the
+    longer side of its pieces' box, infinite once it holds a `held` piece."""
 
-    def __init__(self, areas: np.ndarray) -> None:
+    def __init__(
+        self, areas: np.ndarray, stats: np.ndarray | None = None, held: np.ndarray | None = None
+    ) -> None:
         self.parent = list(range(len(areas)))
         self._biggest = [float(a) for a in areas]  # at each root: its group's biggest piece, px
+        self._box = None if stats is None else _boxes(stats)  # at each root: its group's box
+        self._held = np.zeros(len(areas), bool) if held is None else held.copy()
 
     def root(self, i: int) -> int:
         while self.parent[i] != i:
@@ -991,15 +960,34 @@ class _Groups:
             return False
         self.parent[a] = b
         self._biggest[b] = max(self._biggest[a], self._biggest[b])
+        self._held[b] |= self._held[a]
+        if self._box is not None:
+            self._box[b, :2] = np.minimum(self._box[a, :2], self._box[b, :2])
+            self._box[b, 2:] = np.maximum(self._box[a, 2:], self._box[b, 2:])
         return True
 
     def biggest(self, i: int) -> float:
         """The area (px) of the biggest piece in i's group."""
         return self._biggest[self.root(i)]
 
+    def span(self, i: int) -> float:
+        """How far i's group spans, px (infinite when it holds a held piece)."""
+        r = self.root(i)
+        if self._held[r] or self._box is None:
+            return float("inf")
+        left, top, right, bottom = self._box[r]
+        return float(max(right - left, bottom - top))
+
     def roots(self) -> np.ndarray:
         """(count,) int: each piece's group."""
         return np.array([self.root(i) for i in range(len(self.parent))], np.int64)
+
+
+def _boxes(stats: np.ndarray) -> np.ndarray:
+    """(count, 4) float: each piece's box (left, top, right, bottom) from its `stats`."""
+    left, top = stats[:, cv2.CC_STAT_LEFT], stats[:, cv2.CC_STAT_TOP]
+    right, bottom = left + stats[:, cv2.CC_STAT_WIDTH], top + stats[:, cv2.CC_STAT_HEIGHT]
+    return np.stack([left, top, right, bottom], axis=1).astype(np.float64)
 
 
 def _nearest_pairs(labels: np.ndarray) -> list[tuple[float, int, int, np.ndarray, np.ndarray]]:
