@@ -61,7 +61,9 @@ TRIM_PX = 2
 REACH_PX = 1
 # Where they agree, a blob OpenCV's mask cut off at a narrow neck (`FinishedMask.cut`) is
 # given back when the segmenter's finished mask covers this share of it: the segmenter's
-# mask, broader at the neck, kept it as part of the figure (real photo 08's stub arm).
+# mask, broader at the neck, kept it as part of the figure (real photo 08's stub arm). So
+# is an outline's inside round the skeleton that OpenCV's closing left open (photo 20's
+# arms: `_filled_as_learned`).
 GIVEN_BACK = 0.5
 
 
