@@ -321,7 +321,7 @@ def finish_mask(
         # The inside of an outline round the skeleton, which the segmenter left out where
         # the outline is faint or broken (a body on blue paper, pencil legs): OpenCV's
         # mask gets the same from `segment.drawn_regions`.
-        gap = max(OUTLINE_GAP_PX, OUTLINE_GAP * min(mask.shape))
+        gap = outline_gap(mask.shape)
         out |= outlines_around_joints(_strokes_near(inked, out, gap, figure), figure, gap)
     feet, lines, cut = None, None, None
     if figure is None:
@@ -354,6 +354,12 @@ def finish_mask(
         cut = cut if cut.any() else None
     warnings = mask_warnings(out, inked, figure)
     return FinishedMask(out, warnings, "learned" if learned else "opencv", feet, lines, cut)
+
+
+def outline_gap(shape: tuple[int, ...]) -> float:
+    """Px: the gaps closed in an outline round the skeleton on a learned mask, for a crop
+    of `shape` (OUTLINE_GAP of its short side, at least OUTLINE_GAP_PX)."""
+    return max(OUTLINE_GAP_PX, OUTLINE_GAP * min(shape[:2]))
 
 
 def outlines_around_joints(inked: np.ndarray, figure: FigureJoints, gap: float) -> np.ndarray:

@@ -32,14 +32,13 @@ import numpy as np
 from animation import morph
 from animation.figure_mask import (
     ALL_EDGES,
-    OUTLINE_GAP,
-    OUTLINE_GAP_PX,
     Edges,
     FigureJoints,
     FinishedMask,
     edge_on_ink,
     fill_holes,
     finish_mask,
+    outline_gap,
     outlines_around_joints,
     piece_count,
     points_on,
@@ -185,15 +184,15 @@ def _filled_as_learned(
     drawn: FinishedMask, learned: np.ndarray, inked: np.ndarray, figure: FigureJoints
 ) -> FinishedMask:
     """`drawn` with the paper inside its own strokes' outlines round the skeleton, closed
-    over the learned path's gaps (`outlines_around_joints` at OUTLINE_GAP), where that
+    over the learned path's gaps (`outlines_around_joints` at `outline_gap`), where that
     paper holds a joint or a bone and `learned` covers GIVEN_BACK of it: an arm drawn as
     an outline left open at the hand wider than OpenCV's closing (real photo 20, real-dev
     char5), which the segmenter saw filled. Paper between the legs holds no bone."""
     # Nothing the segmenter added holds the skeleton: no wide closing to pay for.
     if not points_on(learned & ~drawn.mask, np.concatenate([figure.points, *figure.bone_samples])):
         return drawn
-    gap = max(OUTLINE_GAP_PX, OUTLINE_GAP * min(inked.shape))
-    insides = outlines_around_joints(inked & drawn.mask, figure, gap) & ~drawn.mask
+    insides = outlines_around_joints(inked & drawn.mask, figure, outline_gap(inked.shape))
+    insides &= ~drawn.mask
     if not insides.any():
         return drawn
     count, labels = cv2.connectedComponents(insides.astype(np.uint8), connectivity=8)

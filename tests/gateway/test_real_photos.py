@@ -27,8 +27,8 @@ TRUTH = {t.name: t for t in load_truth()}
 # (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.889,
 # 8 below 0.85 (before bridges to grain crumbs were left out and open outline arms the
 # segmenter filled were taken: 0.8875; before the person detector narrowed a group's or a
-# scene's box to one person: 0.875; before the segmenter saw the crop mirrored too: 0.878, but 0.843-0.870
-# with the box moved 2%, 0.851-0.878 now; before a balloon's string from a drawn hand
+# scene's box to one person: 0.875; before the segmenter saw the crop mirrored too:
+# 0.878, but 0.843-0.870 with the box moved 2%, 0.851-0.878 now; before a balloon's string from a drawn hand
 # was held: 0.877; before a
 # hollow OpenCV mask lost to the segmenter's: 0.873; before a
 # neighbour's head against the figure's was cut: 0.866; before
