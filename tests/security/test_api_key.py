@@ -27,6 +27,8 @@ def gateway(tmp_path_factory):
 @pytest.mark.parametrize(
     "authorization",
     [None, "", "Bearer", f"Bearer {WRONG}", f"Basic {KEY}", f"Bearer {KEY} extra", KEY],
+    # Named, not shown: the key is drawn afresh in each process (and each xdist worker).
+    ids=["none", "empty", "no-token", "wrong-token", "basic", "extra-word", "no-scheme"],
 )
 def test_posts_without_the_right_bearer_token_are_401(gateway, route, authorization):
     headers = {"Content-Type": "image/png"}
