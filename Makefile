@@ -77,8 +77,11 @@ redis:
 run: $(STAMP) models redis
 	@DEVSERVER_PARENT=$$PPID exec $(BIN)/python -m gateway.tools.devserver
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist; each starts its own servers on
+# free ports): two halve it on a 2-core machine. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP) models sysdeps lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 bench: $(STAMP) models
 	$(BIN)/python -m animation.tools.bench
