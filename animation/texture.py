@@ -11,10 +11,14 @@ pack and that shimmer as the figure moves. The steps, all on the (H, W) crop:
    pixel darkens the paper);
 2. paper: inside the figure, a pixel whose darkest channel and whose hue are both within
    the photo's own paper grain of the paper (measured on the paper around it) becomes one
-   colour: the paper's median colour, so an uncoloured belly is as flat as the page around
-   it, while a pastel crayon fill (a pink skirt darkens the page little) stays ink;
-3. ink: strokes and fills keep their colour; an edge-preserving (bilateral) filter evens
-   the grain of marker and crayon without moving a stroke's edge;
+   colour, so an uncoloured belly is as flat as the page around it, while a pastel crayon
+   fill (a pink skirt darkens the page little) stays ink. That colour is white where the
+   page has little colour of its own (`page_colour`: white paper, photographed grey or
+   cream under a lamp), else the page's median colour (coloured card);
+3. ink: strokes and fills keep their colour on that page: how much each darkens the paper,
+   times the page's colour (on white paper, the colour drawn, not dimmed and tinted by the
+   photo's light); an edge-preserving (bilateral) filter evens the grain of marker and
+   crayon without moving a stroke's edge;
 4. palette: the fewest colours, from a ladder, whose mean CIELAB error over the ink is at
    most `MAX_DELTA_E`, each ink pixel weighted by how far it stands out from the paper (a
    stroke's core counts more than its pale fringe, as it does to the eye); a marker or
@@ -68,6 +72,12 @@ _PALETTE_SAMPLE = 3_000  # ink pixels the palette is fitted and scored on
 _GRAIN_SAMPLE = 20_000  # pixels of the paper around the figure its grain in hue is measured on
 _PALETTE_PRESAMPLE = 10  # times as many, evenly spaced, that sample is drawn from
 _FIRST_RUNG = 3  # the palette search's first try: _COLOUR_LADDER[3] = 4 colours
+# A page within this CIELAB chroma of grey is white paper, whatever its shade in the photo:
+# the real photos' pages lie at lightness 40-100 and chroma 0-15 (a lamp's cream, a dim
+# room's grey), and drawn in that colour a girl on a grey page was a grey silhouette and
+# red buttons came out brown. Coloured card lies far beyond (real photo 31's blue: 24).
+NEUTRAL_PAGE_CHROMA = 18.0
+WHITE_PAGE = np.array([255.0, 255.0, 255.0])
 
 
 @dataclass(frozen=True)
@@ -99,7 +109,7 @@ def clean_texture(
         # On a dark page the drawing is lighter than its paper: measured negated, as the
         # mask was found (`paper.light_page`), else all of it reads as paper.
         seen = light_page(rgb)
-        paper_colour = np.median(seen[paper_known], axis=0)
+        paper_colour = page_colour(np.median(seen[paper_known], axis=0))
         colours, paper = _flatten_paper(seen, region, paper_known, paper_colour)
         if seen is not rgb:
             colours, paper_colour = 255 - colours, 255 - paper_colour
@@ -114,6 +124,16 @@ def clean_texture(
     return PalettedTexture(palette=palette, index=index, paper=paper)
 
 
+def page_colour(median: np.ndarray) -> np.ndarray:
+    """(3,) float RGB the paper is drawn in, from the (3,) median colour of the page as
+    photographed (on a dark page, negated): white for a page of little colour (within
+    NEUTRAL_PAGE_CHROMA of grey), else that median."""
+    lab = _lab(np.clip(np.round(median), 0, 255).astype(np.uint8)[None])[0]
+    if np.hypot(lab[1], lab[2]) <= NEUTRAL_PAGE_CHROMA:
+        return WHITE_PAGE.copy()
+    return np.asarray(median, np.float64)
+
+
 def _paper_around(region: np.ndarray, opaque: np.ndarray) -> np.ndarray:
     """Pixels that are surely paper: opaque, and `PAPER_GAP` px clear of the figure."""
     size = 2 * PAPER_GAP + 1
@@ -122,18 +142,20 @@ def _paper_around(region: np.ndarray, opaque: np.ndarray) -> np.ndarray:
 
 
 def _flatten_paper(
-    rgb: np.ndarray, region: np.ndarray, paper_known: np.ndarray, paper_median: np.ndarray
+    rgb: np.ndarray, region: np.ndarray, paper_known: np.ndarray, page: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the crop with the light flattened and the ink smoothed, as (H, W, 3) float32, and
-    the region's pixels that are paper); `paper_median` (3,): the known paper's median."""
+    the region's pixels that are paper); `page` (3,): the colour the paper is drawn in
+    (`page_colour`)."""
     light = _paper_light(rgb, paper_known)
     ratio = rgb.astype(np.float32) / light  # 1 on paper, lower where something darkens it
     # The darkest channel (np.minimum over the planes: far faster than a min over the last axis).
     darkest = np.minimum(np.minimum(ratio[..., 0], ratio[..., 1]), ratio[..., 2])
     level, spread = _grain(darkest[paper_known])
     paper = region & (darkest >= level - max(spread, MIN_INK_CONTRAST))
-    paper_colour = paper_median.astype(np.float32)
-    colours = ratio * paper_colour
+    paper_colour = page.astype(np.float32)
+    # Lighter than the paper (grain, a white crayon) is at most white.
+    colours = np.minimum(ratio * paper_colour, np.float32(255.0))
     # Of those, the ones of another hue than the paper's are ink (pastel crayon). The
     # paper's grain in hue is measured on an even sample of the paper around the figure.
     known = colours[paper_known]

@@ -2,25 +2,28 @@
 
 A frame is drawn twice on the same pixels: once from the palette (what the renderer
 writes) and once from the character's original texture, each pixel taking its texel's
-colour as photographed. The mean CIELAB error between the two, over
-the figure's pixels, is what cleaning (the light and grain flattened, ink smoothed) and
-the palette cost together.
+colour as drawn (`as_drawn`: as photographed, on the page the cleaning draws, white for
+white paper). The mean CIELAB error between the two, over the figure's pixels, is what
+cleaning (the light and grain flattened, ink smoothed) and the palette cost together.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from animation.morph import fill_holes
+from animation.paper import light_page
 from animation.rasterise import rasterise
 from animation.render import Rig, frame_geometry
-from animation.texture import delta_e
+from animation.texture import MIN_PAPER_PIXELS, _paper_around, delta_e, page_colour
 
-# Mean delta E a frame may differ from the same frame drawn from the photo. The palette
-# alone may add up to `MAX_DELTA_E` (6) on the ink; the rest is what cleaning removes on
-# purpose: the paper's grain (2-3 delta E from its median on the real drawings) and the
-# light's gradient. Measured (dab at 256 and 500 px): 4.7-5.8 on char1, char2, char4 and
-# the sample photo, 7.3 on char3, whose crayon fills lose their grain. 8 holds those, and
-# a frame over it has lost colour (a single grey instead of the palette: 25 and more).
+# Mean delta E a frame may differ from the same frame drawn from the photo (`as_drawn`).
+# The palette alone may add up to `MAX_DELTA_E` (6) on the ink; the rest is what cleaning
+# removes on purpose: the paper's grain (2-3 delta E from its median on the real drawings)
+# and the light's gradient. Measured (dab at 256 and 500 px): 3.8-5.0 on char1, char2 and
+# char4, 7.3 on the sample photo, 7.7 on char3, whose crayon fills lose their grain. 8
+# holds those, and a frame over it has lost colour (a single grey instead of the palette:
+# 25 and more).
 FRAME_ERROR_BOUND = 8.0
 
 
@@ -37,6 +40,23 @@ def frame_colour_error(rig: Rig, joints: np.ndarray, size: int = 256) -> float:
     texels = rasterise(rig.pieces, rig.mesh, by_texel, placed, w, h, -1)[0]
     index = rasterise(rig.pieces, rig.mesh, index, placed, w, h, rig.texture.transparent)[0]
     drawn = texels >= 0
-    original = rig.character.texture[..., :3].reshape(-1, 3)[texels[drawn].astype(np.intp)]
+    texture = as_drawn(rig.character.texture, fill_holes(rig.character.mask))  # as cleaned
+    original = texture.reshape(-1, 3)[texels[drawn].astype(np.intp)]
     paletted = rig.texture.palette[index[drawn]]
     return float(delta_e(original, paletted).mean())
+
+
+def as_drawn(texture: np.ndarray, region: np.ndarray) -> np.ndarray:
+    """(H, W, 3) uint8: the (H, W, 4) RGBA `texture` of a figure drawn over (H, W) bool
+    `region`, each colour scaled as the page's median is to the colour the cleaning draws
+    the page in (`texture.page_colour`: white for white paper photographed grey), on a dark
+    page in the negative. The photo itself where it shows too little page to measure."""
+    rgb = texture[..., :3]
+    known = _paper_around(region, texture[..., 3] > 0)
+    if known.sum() < MIN_PAPER_PIXELS:
+        return rgb.copy()
+    seen = light_page(rgb)
+    median = np.median(seen[known], axis=0)
+    scaled = seen.astype(np.float64) * (page_colour(median) / np.maximum(median, 1.0))
+    scaled = np.clip(np.round(scaled), 0, 255).astype(np.uint8)
+    return scaled if seen is rgb else 255 - scaled
