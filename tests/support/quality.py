@@ -40,23 +40,26 @@ def frame_colour_error(rig: Rig, joints: np.ndarray, size: int = 256) -> float:
     texels = rasterise(rig.pieces, rig.mesh, by_texel, placed, w, h, -1)[0]
     index = rasterise(rig.pieces, rig.mesh, index, placed, w, h, rig.texture.transparent)[0]
     drawn = texels >= 0
-    texture = as_drawn(rig.character.texture, fill_holes(rig.character.mask))  # as cleaned
+    region = fill_holes(rig.character.mask)  # as cleaned
+    texture = as_drawn(rig.character.texture, region, rig.texture.bolder)
     original = texture.reshape(-1, 3)[texels[drawn].astype(np.intp)]
     paletted = rig.texture.palette[index[drawn]]
     return float(delta_e(original, paletted).mean())
 
 
-def as_drawn(texture: np.ndarray, region: np.ndarray) -> np.ndarray:
+def as_drawn(texture: np.ndarray, region: np.ndarray, bolder: float = 1.0) -> np.ndarray:
     """(H, W, 3) uint8: the (H, W, 4) RGBA `texture` of a figure drawn over (H, W) bool
     `region`, each colour scaled as the page's median is to the colour the cleaning draws
-    the page in (`texture.page_colour`: white for white paper photographed grey), on a dark
-    page in the negative. The photo itself where it shows too little page to measure."""
+    the page in (`texture.page_colour`: white for white paper photographed grey), and
+    darkening it `bolder` times as much (`PalettedTexture.bolder`); on a dark page in the
+    negative. The photo itself where it shows too little page to measure."""
     rgb = texture[..., :3]
     known = _paper_around(region, texture[..., 3] > 0)
     if known.sum() < MIN_PAPER_PIXELS:
         return rgb.copy()
     seen = light_page(rgb)
     median = np.median(seen[known], axis=0)
-    scaled = seen.astype(np.float64) * (page_colour(median) / np.maximum(median, 1.0))
-    scaled = np.clip(np.round(scaled), 0, 255).astype(np.uint8)
+    page = page_colour(median)
+    scaled = seen.astype(np.float64) * (page / np.maximum(median, 1.0))
+    scaled = np.clip(np.round(page - bolder * (page - scaled)), 0, 255).astype(np.uint8)
     return scaled if seen is rgb else 255 - scaled
