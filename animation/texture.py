@@ -114,7 +114,7 @@ def clean_texture(
 ) -> PalettedTexture:
     """(H, W, 4) uint8 RGBA texture and (H, W) bool region to draw -> the paletted texture."""
     rgb = texture[..., :3]
-    paper_known = _paper_around(region, texture[..., 3] > 0)
+    paper_known = paper_around(region, texture[..., 3] > 0)
     if paper_known.sum() >= MIN_PAPER_PIXELS:
         # On a dark page the drawing is lighter than its paper: measured negated, as the
         # mask was found (`paper.light_page`), else all of it reads as paper.
@@ -146,7 +146,7 @@ def page_colour(median: np.ndarray) -> np.ndarray:
     return np.asarray(median, np.float64)
 
 
-def _paper_around(region: np.ndarray, opaque: np.ndarray) -> np.ndarray:
+def paper_around(region: np.ndarray, opaque: np.ndarray) -> np.ndarray:
     """Pixels that are surely paper: opaque, and `PAPER_GAP` px clear of the figure."""
     size = 2 * PAPER_GAP + 1
     near = cv2.dilate(region.astype(np.uint8), np.ones((size, size), np.uint8)).astype(bool)

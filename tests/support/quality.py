@@ -15,7 +15,7 @@ from animation.morph import fill_holes
 from animation.paper import light_page
 from animation.rasterise import rasterise
 from animation.render import Rig, frame_geometry
-from animation.texture import MIN_PAPER_PIXELS, _paper_around, delta_e, page_colour
+from animation.texture import MIN_PAPER_PIXELS, delta_e, page_colour, paper_around
 
 # Mean delta E a frame may differ from the same frame drawn from the photo (`as_drawn`).
 # The palette alone may add up to `MAX_DELTA_E` (6) on the ink; the rest is what cleaning
@@ -54,7 +54,7 @@ def as_drawn(texture: np.ndarray, region: np.ndarray, bolder: float = 1.0) -> np
     darkening it `bolder` times as much (`PalettedTexture.bolder`); on a dark page in the
     negative. The photo itself where it shows too little page to measure."""
     rgb = texture[..., :3]
-    known = _paper_around(region, texture[..., 3] > 0)
+    known = paper_around(region, texture[..., 3] > 0)
     if known.sum() < MIN_PAPER_PIXELS:
         return rgb.copy()
     seen = light_page(rgb)
