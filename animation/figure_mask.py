@@ -188,12 +188,16 @@ class FigureJoints:
             samples.append(p + np.linspace(0.0, 1.0, n)[:, None] * (q - p))
         return samples
 
+    @cached_property
+    def skeleton_samples(self) -> np.ndarray:
+        """(N, 2): the joints and every bone's samples (`bone_samples`), in one array."""
+        return np.concatenate([self.points.reshape(-1, 2), *self.bone_samples])
+
     def labels_touched(self, labels: np.ndarray, count: int = 0) -> np.ndarray:
         """(max(count, labels.max() + 1),) bool: which labels of an (H, W) label image a
         joint or a bone lies on."""
         touched = np.zeros(max(count, int(labels.max()) + 1), bool)
-        for points in (self.points, *self.bone_samples):
-            touched[_labels_at(labels, points).clip(0)] = True
+        touched[_labels_at(labels, self.skeleton_samples).clip(0)] = True
         return touched
 
     def at_the_ends(

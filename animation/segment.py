@@ -189,7 +189,7 @@ def _filled_as_learned(
     an outline left open at the hand wider than OpenCV's closing (real photo 20, real-dev
     char5), which the segmenter saw filled. Paper between the legs holds no bone."""
     # Nothing the segmenter added holds the skeleton: no wide closing to pay for.
-    if not points_on(learned & ~drawn.mask, np.concatenate([figure.points, *figure.bone_samples])):
+    if not points_on(learned & ~drawn.mask, figure.skeleton_samples):
         return drawn
     insides = outlines_around_joints(inked & drawn.mask, figure, outline_gap(inked.shape))
     insides &= ~drawn.mask
