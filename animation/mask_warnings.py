@@ -28,6 +28,9 @@ WARNINGS: dict[str, str] = {
     "figure_tiny": "the figure covers a tiny share of its box",
     "figure_huge": "the figure covers almost all of its box (paper taken in?)",
     "touches_border": "the figure runs into the edge of its box along a long stretch",
+    # Said of the mask chosen (`segment.settled`), so it never weighs in the choice.
+    "several_figures": "the box seems to hold more than one drawing (one beside or above "
+    "another), animated as one figure: if so, box the one to animate",
     # What rigging does about the joints (animation.joint_guard); not about the mask.
     "joint_moved": "a joint lay off the figure; it was moved onto the figure's outline",
     "limb_kept_still": "a limb's joints do not lie along a drawn limb; it is kept still",
@@ -45,6 +48,13 @@ ON_INK_PX = 3  # "next to ink": within this many pixels
 # two masks 98% of the time (docs/BENCHMARKS.md, section variants-hollow); a stick figure's
 # bays, closed as well, stay under it (real photo 33: 0.17).
 HOLLOW_GAP, HOLLOW_SHARE = 0.03, 0.25
+# Several figures: the drawn parts of the mask (its ink and the paper that ink encloses; the
+# bridges the mask drew between pieces are paper) fall into at least two pieces that each
+# hold SEVERAL_SHARE of the drawn area and span SEVERAL_SPAN of the mask's longer side. On
+# the 42 real drawings only photo 15 (a comic cover, one figure leaping above another)
+# has two such pieces; a figure whose head is drawn apart from its body can (about 1 in
+# 100 synthetic drawings), and is warned of for nothing worse than a needless check.
+SEVERAL_SHARE, SEVERAL_SPAN = 0.25, 0.5
 
 
 def mask_warnings(
@@ -72,6 +82,20 @@ def mask_warnings(
     if border.mean() > BORDER_SHARE:
         found.add("touches_border")
     return tuple(code for code in WARNINGS if code in found)
+
+
+def several_figures(mask: np.ndarray, inked: np.ndarray) -> bool:
+    """Whether the finished (H, W) bool `mask` seems to join several drawings (see
+    SEVERAL_SHARE): `inked` is the crop's (H, W) bool ink."""
+    drawn = (morph.fill_holes(inked) & mask).view(np.uint8)
+    count, _, stats, _ = cv2.connectedComponentsWithStats(drawn, connectivity=8)
+    if count < 3:
+        return False
+    area = stats[1:, cv2.CC_STAT_AREA]
+    span = np.maximum(stats[1:, cv2.CC_STAT_WIDTH], stats[1:, cv2.CC_STAT_HEIGHT])
+    side = max(cv2.boundingRect(mask.view(np.uint8))[2:])
+    big = (area >= SEVERAL_SHARE * area.sum()) & (span >= SEVERAL_SPAN * side)
+    return int(np.count_nonzero(big)) >= 2
 
 
 def _hollow_share(mask: np.ndarray) -> float:

@@ -43,7 +43,7 @@ from animation.figure_mask import (
     piece_count,
     points_on,
 )
-from animation.mask_warnings import WARNINGS
+from animation.mask_warnings import WARNINGS, several_figures
 from animation.paper import InkMap, ink_map
 from animation.skeleton import Skeleton
 
@@ -153,8 +153,9 @@ def settled(
         chosen = drawn if learned is None else learned
     else:
         chosen = choose(drawn, learned, figure, inked)
-    warnings = (*chosen.warnings, "over_budget") if over_budget else chosen.warnings
     edged = edge_on_ink(chosen.with_feet, inked, figure)
+    several = ("several_figures",) if several_figures(edged, inked) else ()
+    warnings = (*chosen.warnings, *several, *(("over_budget",) if over_budget else ()))
     lines = None if chosen.lines is None else chosen.lines & ~edged
     return replace(chosen, mask=edged, warnings=warnings, feet=None, lines=lines)
 
