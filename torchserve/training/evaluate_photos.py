@@ -96,14 +96,15 @@ def problems(truth: Truth) -> list[str]:
 @dataclass
 class Answer:
     """What the service answered for one image: its status, its error code, and for a 200
-    the mask (H, W) bool at the image's size, the joints (17, 2) and the figure's box
-    (left, top, right, bottom)."""
+    the mask (H, W) bool at the image's size, the joints (17, 2), the figure's box
+    (left, top, right, bottom) and the mask's warning codes."""
 
     status: int
     code: str = ""
     mask: np.ndarray | None = None
     keypoints: np.ndarray | None = None
     bbox: tuple[float, float, float, float] | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def annotate(
@@ -138,6 +139,7 @@ def annotate(
         mask=mask,
         keypoints=np.asarray(answer["keypoints"], float)[:, :2],
         bbox=tuple(float(v) for v in answer["bbox"]),
+        warnings=tuple(w["code"] for w in answer["quality"]["warnings"]),
     )
 
 
