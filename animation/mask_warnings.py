@@ -30,7 +30,8 @@ WARNINGS: dict[str, str] = {
     "touches_border": "the figure runs into the edge of its box along a long stretch",
     # Said of the mask chosen (`segment.settled`), so it never weighs in the choice.
     "several_figures": "the box seems to hold more than one drawing (one beside or above "
-    "another), animated as one figure: if so, box the one to animate",
+    "another), animated as one figure: if so, box the one to animate (or erase the others "
+    "and drag the joints onto it)",
     # What rigging does about the joints (animation.joint_guard); not about the mask.
     "joint_moved": "a joint lay off the figure; it was moved onto the figure's outline",
     "limb_kept_still": "a limb's joints do not lie along a drawn limb; it is kept still",
