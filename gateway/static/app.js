@@ -141,11 +141,13 @@ function onFile(input) {
   guarded(annotate);
 }
 
-async function annotate() {
+// `box` (upload px, [left, top, right, bottom]): look only there, as the person boxed it.
+async function annotate(box = null) {
   setStatus("Looking at the drawing…");
   const form = new FormData();
   form.append("image", state.file);
-  const annotation = await post("/annotate", form, annotate);
+  if (box) form.append("bbox", JSON.stringify(box));
+  const annotation = await post("/annotate", form, () => annotate(box));
   state.annotation = annotation;
   await showAnnotation();
   setStatus("");
@@ -263,7 +265,8 @@ function toImage(event) {
           ((event.clientY - rect.top) * a.image.height) / rect.height];
 }
 
-let drag = null; // {joint} while a joint moves, {last} while a brush paints
+let drag = null; // {joint} while a joint moves, {last} while a brush paints, {from} while a box is drawn
+const MIN_BOX_PX = 8; // a box drawn narrower (upload px) is a slip, not a figure
 
 function onPointerDown(event) {
   if (!state.annotation || event.button > 0) return;
@@ -273,6 +276,11 @@ function onPointerDown(event) {
     if (!joint) return;
     drag = { joint };
     joint.classList.add("dragging");
+  } else if (state.tool === "box") {
+    drag = { from: toImage(event), rect: element("rect", { class: "new-box", "data-testid": "new-box",
+                                                            "stroke-width": 2 * pxPerScreenPx() }) };
+    svg.append(drag.rect);
+    placeBox(drag.rect, drag.from, drag.from);
   } else {
     drag = { last: toImage(event) };
     paint(drag.last, drag.last);
@@ -282,10 +290,12 @@ function onPointerDown(event) {
 }
 
 function onPointerMove(event) {
-  if (state.annotation && state.tool !== "joints") showBrush(toImage(event));
+  if (state.annotation && isBrush(state.tool)) showBrush(toImage(event));
   if (!drag) return;
   const point = toImage(event);
-  if (drag.joint) {
+  if (drag.from) {
+    placeBox(drag.rect, drag.from, point);
+  } else if (drag.joint) {
     const a = state.annotation;
     const x = Math.min(Math.max(point[0], 0), a.image.width);
     const y = Math.min(Math.max(point[1], 0), a.image.height);
@@ -301,8 +311,36 @@ function onPointerMove(event) {
 function onPointerUp(event) {
   if (!drag) return;
   if (drag.joint) drag.joint.classList.remove("dragging");
+  const from = drag.from;
+  if (from) drag.rect.remove();
   drag = null;
   $("overlay").releasePointerCapture(event.pointerId);
+  if (from && event.type === "pointerup") lookInBox(from, toImage(event));
+}
+
+function isBrush(tool) { return tool === "paint" || tool === "erase"; }
+
+// The box between two corners (upload px), inside the image.
+function boxBetween(from, to) {
+  const { width, height } = state.annotation.image;
+  const clamp = (v, most) => Math.min(Math.max(v, 0), most);
+  return [clamp(Math.min(from[0], to[0]), width), clamp(Math.min(from[1], to[1]), height),
+          clamp(Math.max(from[0], to[0]), width), clamp(Math.max(from[1], to[1]), height)];
+}
+
+function placeBox(rect, from, to) {
+  const [l, t, r, b] = boxBetween(from, to);
+  rect.setAttribute("x", l); rect.setAttribute("y", t);
+  rect.setAttribute("width", r - l); rect.setAttribute("height", b - t);
+}
+
+// The drawing looked at again inside the box the person drew (one figure of several, or
+// a figure the detector boxed wrong): new joints and outline, the joints tool again.
+function lookInBox(from, to) {
+  const box = boxBetween(from, to).map(Math.round);
+  if (box[2] - box[0] < MIN_BOX_PX || box[3] - box[1] < MIN_BOX_PX) return;
+  setTool("joints");
+  guarded(() => annotate(box));
 }
 
 function brushRadius() { return (Number($("brush").value) / 2) * pxPerScreenPx(); }
@@ -336,6 +374,7 @@ function setTool(tool) {
     button.setAttribute("aria-pressed", String(button.dataset.tool === tool));
   }
   $("stage").classList.toggle("painting", tool !== "joints");
+  $("stage").classList.toggle("boxing", tool === "box");
   showBrush([-1000, -1000]);
 }
 

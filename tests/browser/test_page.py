@@ -6,7 +6,8 @@ back as two animated GIFs fetched from the service; a blank page shows an error 
 on a 390x844 phone screen nothing overflows and every control can be reached; with
 API_KEY set the page asks for the key once. More motions than the defaults go through
 POST /jobs: a progress bar per motion fills, then the animations show; a job that fails
-shows its error in words. Each state is saved to docs/ as a screenshot.
+shows its error in words. A box drawn round one figure of two (a real photo) has the
+drawing looked at again only there. Each state is saved to docs/ as a screenshot.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from animation.mask_warnings import WARNINGS
 from animation.skeleton import COCO_KEYPOINTS
 from animation.sprites import layout_of
 from tests.support.gateway_server import gateways
 from tests.support.images import drawing, encode
-from tests.support.real_photos import real_dev
+from tests.support.real_photos import real_dev, real_photo
+from torchserve.training.evaluate_photos import load_truth
 
 pytestmark = pytest.mark.integration
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -528,3 +531,57 @@ def test_a_job_that_fails_shows_its_error_in_words(
     urls = browser.execute_script("return window.sent.map(s => s.url)")
     assert [u for u in urls if u.endswith("/jobs")] and not [u for u in urls if u.endswith("/animate")]  # fmt: skip
     assert not csp_violations(browser)
+
+
+def test_a_box_drawn_round_one_figure_of_two_looks_again_only_there(browser, gateway):
+    """Real photo 15 (a comic cover, beside the checkout): two figures one above the other,
+    answered as one with the warning `several_figures`. With the Box tool the person drags
+    a box round the upper one: the page asks /annotate again with that box, and shows
+    joints inside it and no such warning."""
+    truth = next(t for t in load_truth() if t.name == "15")
+    photo = real_photo(truth.photo)
+    browser.set_window_size(1100, 1300)
+    open_page(browser, gateway.url)
+    upload(browser, photo)
+    wait(browser, joints_shown)
+    several = f"Check the outline: {WARNINGS['several_figures']}."
+    assert several in warnings_shown(browser)
+
+    rows, cols = np.nonzero(truth.figure(2))  # the upper figure
+    height, width = truth.labels.shape
+    box = np.array([cols.min() - 10, rows.min() - 10, cols.max() + 10, rows.max() + 10])
+    photo_rect = browser.execute_script(
+        "const r = document.getElementById('photo').getBoundingClientRect();"
+        "return [r.width, r.height];"
+    )
+    to_screen = np.divide(photo_rect, (width, height))
+    centre = np.divide(photo_rect, 2)
+    start = box[:2] * to_screen - centre  # offsets from the overlay's centre
+    end = box[2:] * to_screen - centre
+    browser.find_element(By.CSS_SELECTOR, ".tool[data-tool=box]").click()
+    overlay = browser.find_element(By.ID, "overlay")
+    ActionChains(browser).move_to_element_with_offset(overlay, *start.astype(int)).click_and_hold().move_by_offset(
+        *(end - start).astype(int) // 2
+    ).move_by_offset(*(end - start).astype(int) // 2).release().perform()  # fmt: skip
+    wait(browser, lambda d: d.execute_script(
+        "return window.sent.filter(s => s.url.endsWith('/annotate')).length") == 2)  # fmt: skip
+    sent = browser.execute_script("return window.sent.filter(s => s.url.endsWith('/annotate'))")
+    assert "bbox" not in sent[0]["fields"]  # the upload: the detector's box
+    asked = np.asarray(json.loads(sent[1]["fields"]["bbox"]))
+    assert np.abs(asked - box).max() < 0.02 * height, (asked, box)
+    wait(browser, lambda d: several not in warnings_shown(d) and joints_shown(d))
+    shown = np.asarray(list(joints(browser).values()))
+    margin = 0.1 * (asked[2:] - asked[:2])  # the crop's margin round a box (CROP_MARGIN)
+    assert (shown >= asked[:2] - margin).all() and (shown <= asked[2:] + margin).all(), shown
+    drawn = browser.find_element(By.CSS_SELECTOR, "#overlay .box")
+    assert float(drawn.get_attribute("x")) == pytest.approx(asked[0], abs=1)
+    assert browser.find_element(By.CSS_SELECTOR, ".tool[data-tool=joints]").get_attribute(
+        "aria-pressed") == "true"  # fmt: skip
+    assert not csp_violations(browser)  # no screenshot: the real photos stay out of docs/
+
+
+def warnings_shown(driver) -> list[str]:
+    # Read in one script: the list is replaced whole when an answer comes.
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#warnings li')].map(li => li.textContent)"
+    )
