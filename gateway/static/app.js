@@ -296,10 +296,7 @@ function onPointerMove(event) {
   if (drag.from) {
     placeBox(drag.rect, drag.from, point);
   } else if (drag.joint) {
-    const a = state.annotation;
-    const x = Math.min(Math.max(point[0], 0), a.image.width);
-    const y = Math.min(Math.max(point[1], 0), a.image.height);
-    state.keypoints[Number(drag.joint.dataset.index)] = [x, y];
+    state.keypoints[Number(drag.joint.dataset.index)] = inImage(point);
     placeSkeleton();
   } else {
     paint(drag.last, point);
@@ -320,12 +317,16 @@ function onPointerUp(event) {
 
 function isBrush(tool) { return tool === "paint" || tool === "erase"; }
 
+// A point (upload px) moved to the nearest point of the image.
+function inImage([x, y]) {
+  const { width, height } = state.annotation.image;
+  return [Math.min(Math.max(x, 0), width), Math.min(Math.max(y, 0), height)];
+}
+
 // The box between two corners (upload px), inside the image.
 function boxBetween(from, to) {
-  const { width, height } = state.annotation.image;
-  const clamp = (v, most) => Math.min(Math.max(v, 0), most);
-  return [clamp(Math.min(from[0], to[0]), width), clamp(Math.min(from[1], to[1]), height),
-          clamp(Math.max(from[0], to[0]), width), clamp(Math.max(from[1], to[1]), height)];
+  const [[x1, y1], [x2, y2]] = [inImage(from), inImage(to)];
+  return [Math.min(x1, x2), Math.min(y1, y2), Math.max(x1, x2), Math.max(y1, y2)];
 }
 
 function placeBox(rect, from, to) {
