@@ -21,7 +21,7 @@ def _disc(radius: float) -> np.ndarray:
     return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (d, d))
 
 
-def _distance_to(mask: np.ndarray) -> np.ndarray:
+def distance_to(mask: np.ndarray) -> np.ndarray:
     """(H, W) float32: each pixel's distance to the nearest set pixel of `mask` (0 on it)."""
     outside = np.ascontiguousarray(~mask, dtype=np.uint8)
     return cv2.distanceTransform(outside, cv2.DIST_L2, cv2.DIST_MASK_5)
@@ -33,7 +33,7 @@ def dilate(mask: np.ndarray, radius: float) -> np.ndarray:
         return np.zeros(mask.shape, bool)
     if radius <= KERNEL_MAX_RADIUS:
         return cv2.dilate(mask.astype(np.uint8), _disc(radius)) > 0
-    return _distance_to(mask) <= radius
+    return distance_to(mask) <= radius
 
 
 def erode(mask: np.ndarray, radius: float) -> np.ndarray:
@@ -47,7 +47,7 @@ def erode(mask: np.ndarray, radius: float) -> np.ndarray:
         # Past the image's edge counts as inside, as for the distance transform below.
         kernel = _disc(radius)
         return cv2.erode(mask.astype(np.uint8), kernel, borderType=cv2.BORDER_REPLICATE) > 0
-    return _distance_to(~mask) > radius
+    return distance_to(~mask) > radius
 
 
 def opening(mask: np.ndarray, radius: float) -> np.ndarray:

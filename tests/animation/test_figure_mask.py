@@ -367,6 +367,40 @@ def test_paper_that_holds_the_figure_together_or_holds_a_joint_stays():
     assert edged.sum() < mask.sum()  # the rest of the margin went
 
 
+def test_a_joint_at_the_tip_of_a_paper_spur_keeps_the_spur_not_the_whole_margin():
+    # A joint placed out on a spur of the mask's paper (a pose a few pixels off, as on real
+    # photo 19 with its joints moved by 1% of the crop): the paper round it was dropped as
+    # a speck, the joint lost, and so all of the margin was kept, round the whole figure.
+    inked = np.zeros((100, 180), bool)
+    inked[45:55, 10:145] = True
+    mask = morph.dilate(inked, 4)
+    mask[49:52, 149:167] = True  # the spur, all of it in the rim
+    figure = FigureJoints.of(np.array([[20.0, 50.0], [100.0, 50.0], [165.0, 50.0]]))
+    edged = edge_on_ink(mask, inked, figure)
+    assert _inside(edged, figure.points).all()
+    assert _pieces(edged) == 1
+    margin = mask & ~morph.dilate(inked, 1.5)
+    assert np.count_nonzero(edged & margin) < 0.25 * np.count_nonzero(margin)
+
+
+def test_pieces_the_paper_joins_round_a_bend_stay_joined_by_that_paper_alone():
+    # A wing whose crayon strokes stop short of the body (real photo 14): the mask joins
+    # them by paper round a corner, where a straight bridge between their nearest points
+    # leaves the mask. All of the margin round the figure was kept; now only the paper
+    # between the two.
+    inked = np.zeros((100, 170), bool)
+    inked[40:60, 10:70] = True  # the body
+    inked[10:30, 80:160] = True  # the wing, up and to the right
+    mask = morph.dilate(inked, 3)
+    mask[50:56, 66:90] = True  # the paper that joins them, round a corner
+    mask[26:56, 84:90] = True
+    edged = edge_on_ink(mask, inked)
+    assert _pieces(edged) == 1
+    assert edged[inked].all()
+    margin = mask & ~morph.dilate(inked, 1.5)
+    assert np.count_nonzero(edged & margin) < 0.6 * np.count_nonzero(margin)
+
+
 def test_a_band_the_mask_fills_across_the_crops_edge_is_not_the_figure(stick):
     # The table beyond the page where the photo ends (real photo 01): a dark band along the
     # crop's bottom edge that a foot touches came along with the figure as a slab.
