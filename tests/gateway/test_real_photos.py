@@ -24,8 +24,9 @@ from torchserve.training.photo_variants import score_shifted
 pytestmark = pytest.mark.integration
 TRUTH = {t.name: t for t in load_truth()}
 # Measured with `python -m torchserve.training.evaluate_photos` against `make run`
-# (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.889,
-# 8 below 0.85 (before bridges to grain crumbs were left out and open outline arms the
+# (torchserve/weights/EVAL.md): 37 of 39 animated (17 and 30 refused), mean IoU 0.892,
+# 7 below 0.85 (before a trim that split the figure gave back only the paper between its
+# pieces: 0.889, 8 below; before bridges to grain crumbs were left out and open outline arms the
 # segmenter filled were taken: 0.8875; before the person detector narrowed a group's or a
 # scene's box to one person: 0.875; before the segmenter saw the crop mirrored too:
 # 0.878, but 0.843-0.870 with the box moved 2%, 0.851-0.878 now; before a balloon's string from a drawn hand
@@ -37,7 +38,7 @@ TRUTH = {t.name: t for t in load_truth()}
 # feet: 0.836, 13 below; before the edge was put on the ink: 0.796, 16 below; at 84b56e3,
 # before the dark-page, spilled-paper and outline rules: 0.766, 17 below). Issue 26's
 # target is 0.92 with at most three below 0.85: these hold today's level, not it.
-MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.88, 8
+MIN_ANIMATED, MIN_MEAN_IOU, MAX_BELOW = 37, 0.88, 7
 
 
 def _scored(url: str, name: str):
@@ -177,6 +178,16 @@ def test_the_mask_ends_where_the_strokes_do(gateway, name):
     # segmenter's margin of a pixel or two at its input grew with the photo: the paper more
     # than 1 px outside these figures was 4-13% of their area (11: 12.5%); now under 2%.
     assert _beyond(gateway.url, name, 1) < 0.025
+
+
+@pytest.mark.parametrize("name, share", [("14", 0.02), ("35", 0.12)])
+def test_pieces_joined_by_paper_leave_no_rim_of_paper_round_the_figure(gateway, name, share):
+    # Real photo 14's wing stops short of the bird's body, and on 35 the paper round a
+    # butterfly's scrap holds a wrist: the mask joins them across paper. Taking the paper
+    # off the rim split them, so all of it was kept, round the whole figure: 2.7% and
+    # 15.8% of the figure's area more than 1 px outside it. Only the paper between the
+    # pieces stays now (`figure_mask._rejoined`): 1.5% and 9.5%.
+    assert _beyond(gateway.url, name, 1) < share
 
 
 def test_the_table_below_the_page_stays_behind(gateway):
