@@ -90,6 +90,10 @@ EDGE_BAND = 0.9  # of a crop edge's length: a band the mask fills that far is no
 EDGE_CLOSING = 1.5  # px: the grain of a crayon's stroke, closed after the paper round it goes
 EDGE_DEPTH, EDGE_DEPTH_PX = 1 / 200, 3  # the rim checked for paper: of the crop's longer
 # side, at least so many px (a segmenter's pixel is 1/256 of it: its margin is 1-2 of them)
+# Pieces the rim's paper joins round a bend, where a straight bridge would leave the mask,
+# stay joined by the mask's paper within the first of these many rim depths of both that
+# joins them (real photo 14's wing, whose crayon stops short of the body).
+REJOIN_REACH = (2, 4, 8)
 # A group of pieces whose biggest is at most SPECK_PX is specks (a grainy page's grain,
 # 1-9 px at the models' resolution on the real photos; a stroke's fragment is tens of px or
 # more), unless it lies on the face (a dot for an eye: `_face`): it joins a stroke across
@@ -440,7 +444,8 @@ def edge_on_ink(
     if kept.any():
         # The paper round a joint is never a speck: were it dropped as one, the joint would
         # be lost and the whole rim kept, so that a pixel of a joint's place would decide
-        # whether the figure wears a band of paper (real photos 14, 35).
+        # whether the figure wears a band of paper (real photo 16; 19 with its joints moved
+        # by 1% of the crop).
         held = (morph.dilate(kept, 2 * depth) & paper_rim) | kept
         trimmed = _without_specks(trimmed | held, speck, keep=held)
     pieces = piece_count(mask)
@@ -452,11 +457,6 @@ def edge_on_ink(
     if figure is not None and points_on(trimmed, figure.points) < points_on(mask, figure.points):
         return mask
     return trimmed
-
-
-# Pieces that paper joins along a bend, where a straight bridge leaves the mask, are joined
-# by the paper of the mask within these many rim depths of both (a wing on its body).
-REJOIN_REACH = (2, 4, 8)
 
 
 def _rejoined(trimmed: np.ndarray, mask: np.ndarray, depth: float, pieces: int) -> np.ndarray:
