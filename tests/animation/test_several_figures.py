@@ -13,8 +13,8 @@ TRUTH = {t.name: t for t in load_truth()}
 
 
 def _ink(rgb: np.ndarray, mask: np.ndarray, margin: int = 40) -> tuple[np.ndarray, np.ndarray]:
-    """The ink of the crop round `mask` (as the gateway crops it, with paper round it) and
-    the mask over that crop."""
+    """The mask over the crop round it (as the gateway crops it, with paper round it) and
+    that crop's ink."""
     rows, cols = np.nonzero(mask)
     top, left = max(rows.min() - margin, 0), max(cols.min() - margin, 0)
     bottom, right = rows.max() + margin, cols.max() + margin

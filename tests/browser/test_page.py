@@ -29,6 +29,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from animation.crop import CROP_MARGIN
 from animation.mask_warnings import WARNINGS
 from animation.skeleton import COCO_KEYPOINTS
 from animation.sprites import layout_of
@@ -571,7 +572,7 @@ def test_a_box_drawn_round_one_figure_of_two_looks_again_only_there(browser, gat
     assert np.abs(asked - box).max() < 0.02 * height, (asked, box)
     wait(browser, lambda d: several not in warnings_shown(d) and joints_shown(d))
     shown = np.asarray(list(joints(browser).values()))
-    margin = 0.1 * (asked[2:] - asked[:2])  # the crop's margin round a box (CROP_MARGIN)
+    margin = CROP_MARGIN * (asked[2:] - asked[:2])  # the crop's margin round a box
     assert (shown >= asked[:2] - margin).all() and (shown <= asked[2:] + margin).all(), shown
     drawn = browser.find_element(By.CSS_SELECTOR, "#overlay .box")
     assert float(drawn.get_attribute("x")) == pytest.approx(asked[0], abs=1)
